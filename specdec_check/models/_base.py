@@ -1,0 +1,83 @@
+"""The causal interface shared by every target and draft model."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .._validation import as_token_array
+from ._contexts import context_indices, last_context_indices
+
+__all__ = ["CausalModel", "last_token_probs", "vocab_size_of"]
+
+
+class CausalModel(ABC):
+    """A finite-context language model with a transformer-like forward pass.
+
+    ``model(tokens)`` with ``tokens`` int [B, T] returns float64 [B, T, V] where
+    ``[:, t]`` is the next-token law after the real (non ``-1``) tokens of
+    ``tokens[:, :t+1]``. Padding ``-1`` may be on the left or the right. Given a
+    ``torch.Tensor`` it returns a ``torch.Tensor`` on the same device (float64);
+    :meth:`to_torch` gives a device-resident copy.
+
+    Subclasses implement :meth:`probs_at`, the law after an explicit context of
+    the last ``order`` token ids (``vocab_size`` standing for start-of-sequence).
+    """
+
+    vocab_size: int
+    order: int
+
+    @abstractmethod
+    def probs_at(self, contexts: np.ndarray) -> np.ndarray:
+        """Return float64 [..., V] for int contexts [..., order'] with order' >= ``order``.
+
+        Only the trailing ``order`` entries are read; index ``vocab_size`` is the
+        start-of-sequence context.
+        """
+
+    def __call__(self, tokens):
+        if _is_torch_tensor(tokens):
+            import torch
+
+            out = self(tokens.detach().cpu().numpy())
+            return torch.from_numpy(out).to(tokens.device)
+        arr = as_token_array(tokens, vocab_size=self.vocab_size)
+        return self.probs_at(context_indices(arr, order=self.order, vocab_size=self.vocab_size))
+
+    def last_probs(self, tokens) -> np.ndarray:
+        """Return float64 [B, V]: the law after each whole row (``model(tokens)[:, -1]``, cheaper)."""
+        arr = as_token_array(tokens, vocab_size=self.vocab_size)
+        return self.probs_at(last_context_indices(arr, order=self.order, vocab_size=self.vocab_size))
+
+    def start_probs(self) -> np.ndarray:
+        """Return float64 [V]: the law of the first token after an empty prompt."""
+        return self.probs_at(np.full((self.order,), self.vocab_size, dtype=np.int64))
+
+    def to_torch(self, device="cpu", dtype=None):
+        """Return this model's laws as a torch-native causal model on ``device``."""
+        from ._torch import TorchModel  # local import: torch is optional
+
+        return TorchModel(self, device=device, dtype=dtype)
+
+
+def _is_torch_tensor(obj) -> bool:
+    mod = type(obj).__module__
+    return mod.startswith("torch") and type(obj).__name__ in ("Tensor", "Parameter")
+
+
+def vocab_size_of(model) -> int:
+    """Return the vocabulary size of a causal model (attribute or one forward pass)."""
+    size = getattr(model, "vocab_size", None)
+    if size is not None:
+        return int(size)
+    return int(np.asarray(model(np.full((1, 1), -1, dtype=np.int64))).shape[-1])
+
+
+def last_token_probs(model, tokens: np.ndarray) -> np.ndarray:
+    """Law after each whole row of ``tokens`` for any causal model (fast path when available)."""
+    if isinstance(model, CausalModel):
+        return model.last_probs(tokens)
+    if tokens.shape[1] == 0:
+        tokens = np.full((tokens.shape[0], 1), -1, dtype=np.int64)
+    return np.asarray(model(tokens), dtype=np.float64)[:, -1]

@@ -1,0 +1,48 @@
+"""Mixtures of causal models: ``w * model + (1 - w) * other``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import CausalModel
+from ._markov import ConstantModel
+
+__all__ = ["MixtureModel", "mix"]
+
+
+class MixtureModel(CausalModel):
+    """The pointwise mixture ``weight * first + (1 - weight) * second`` of two causal models."""
+
+    def __init__(self, first: CausalModel, second: CausalModel, weight: float):
+        for name, m in (("model", first), ("other", second)):
+            if not isinstance(m, CausalModel):
+                raise TypeError(f"{name} must be a specdec_check model; got {type(m).__name__}.")
+        if first.vocab_size != second.vocab_size:
+            raise ValueError(
+                f"cannot mix models over different vocabularies: V={first.vocab_size} and V={second.vocab_size}."
+            )
+        weight = float(weight)
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"the mixture weight w must lie in [0, 1]; got {weight}.")
+        self.first, self.second, self.weight = first, second, weight
+        self.vocab_size = first.vocab_size
+        self.order = max(first.order, second.order)
+
+    def probs_at(self, contexts):
+        a = self.first.probs_at(contexts)
+        if self.weight == 1.0:
+            return a
+        b = self.second.probs_at(contexts)
+        if self.weight == 0.0:
+            return b
+        return self.weight * a + (1.0 - self.weight) * b
+
+    def __repr__(self):
+        return f"mix({self.first!r}, {self.second!r}, w={self.weight:g})"
+
+
+def mix(model: CausalModel, other, w: float) -> MixtureModel:
+    """Return ``w * model + (1 - w) * other``; ``other`` is a model or one fixed law [V]."""
+    if not isinstance(other, CausalModel):
+        other = ConstantModel(other)
+    return MixtureModel(model, other, w)

@@ -1,0 +1,21 @@
+"""The checker: run a sampler on a scenario battery and report what was proven."""
+
+from ._backend import Backend, NumpyBackend, make_backend
+from ._modes import MODES, Mode
+from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
+from ._verifier import VERIFIER_CHECKS, check_verifier
+
+__all__ = [
+    "MODES",
+    "REPORT_VERSION",
+    "VERIFIER_CHECKS",
+    "Backend",
+    "CheckReport",
+    "Finding",
+    "Mode",
+    "NumpyBackend",
+    "ScenarioSummary",
+    "TestRecord",
+    "check_verifier",
+    "make_backend",
+]

@@ -1,0 +1,37 @@
+"""Validation of what a user hands to the checker, before anything runs."""
+
+from __future__ import annotations
+
+import inspect
+
+__all__ = ["VERIFIER_KEYWORDS", "GENERATOR_KEYWORDS", "check_sampler", "qualified_name"]
+
+VERIFIER_KEYWORDS = ("draft_token_ids", "draft_probs", "target_probs", "generator")
+GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "generator")
+
+
+def qualified_name(obj) -> str:
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__qualname__
+    return f"{module}:{name}"
+
+
+def check_sampler(sampler, keywords, role: str) -> None:
+    """Raise ``TypeError`` unless ``sampler`` is callable with every contract keyword."""
+    if not callable(sampler):
+        raise TypeError(f"the {role} must be callable; got {type(sampler).__name__} {sampler!r}.")
+    try:
+        signature = inspect.signature(sampler)
+    except (TypeError, ValueError):
+        return  # builtins / extension callables: nothing to inspect
+    params = signature.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    accepted = {p.name for p in params if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    missing = [k for k in keywords if k not in accepted]
+    if missing:
+        raise TypeError(
+            f"the {role} {qualified_name(sampler)} does not accept the contract keyword(s) {missing}; "
+            f"it must be callable as {role}(*, {', '.join(keywords)}). Wrap it with an adapter "
+            "(see specdec_check.adapters) if it uses another convention."
+        )

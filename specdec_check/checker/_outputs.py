@@ -1,0 +1,128 @@
+"""Parsing verifier outputs: the contract and the events that are impossible under the exact rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ParsedStep", "contract_violation", "impossible_events", "parse_step"]
+
+
+@dataclass(frozen=True)
+class ParsedStep:
+    """One call's outputs decoded against its drafts.
+
+    ``accepted[b]`` is the number of leading outputs equal to the drafts (k), ``final[b]``
+    the token after them (recovered or bonus) or -1 when the row stops without one, and
+    ``emitted[b]`` the number of non-padding tokens.
+    """
+
+    accepted: np.ndarray
+    final: np.ndarray
+    emitted: np.ndarray
+
+
+def contract_violation(out, draft_token_ids, vocab_size: int):
+    """Return ``None`` or ``(message, evidence)`` for the first contract violation in ``out``."""
+    batch, gamma = draft_token_ids.shape
+    if not isinstance(out, np.ndarray):
+        return f"the verifier returned {type(out).__name__}, not an array", {}
+    if out.shape != (batch, gamma + 1):
+        return f"output shape {out.shape} != [B, gamma+1] = {(batch, gamma + 1)}", {"shape": list(out.shape)}
+    if not np.issubdtype(out.dtype, np.integer):
+        return f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}
+    bad = (out < -1) | (out >= vocab_size)
+    if bad.any():
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size}) and not -1 padding",
+                {"row": row, "position": col, "token": int(out[row, col])})
+    real = out >= 0
+    emitted = real.sum(axis=1)
+    layout = real == (np.arange(gamma + 1) < emitted[:, None])
+    if not layout.all():
+        row = int(np.argwhere(~layout.all(axis=1))[0, 0])
+        return f"row {row} has a token after -1 padding: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}
+    if (emitted == 0).any():
+        row = int(np.argwhere(emitted == 0)[0, 0])
+        return f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}
+    step = parse_step(out, draft_token_ids)
+    overrun = step.emitted > step.accepted + 1
+    if overrun.any():
+        row = int(np.argwhere(overrun)[0, 0])
+        return (f"row {row} emits tokens after the first token that differs from its drafts "
+                f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
+                {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()})
+    return None
+
+
+def parse_step(out: np.ndarray, draft_token_ids: np.ndarray) -> ParsedStep:
+    """Decode well-formed outputs (see :func:`contract_violation`) into accepted count and final token."""
+    batch, gamma = draft_token_ids.shape
+    emitted = (out >= 0).sum(axis=1)
+    if gamma:
+        same = (out[:, :gamma] == draft_token_ids) & (np.arange(gamma) < emitted[:, None])
+        accepted = np.where(same.all(axis=1), gamma, (~same).argmax(axis=1))
+    else:
+        accepted = np.zeros(batch, dtype=np.int64)
+    has_final = emitted > accepted
+    final = np.where(has_final, out[np.arange(batch), np.minimum(accepted, gamma)], -1)
+    return ParsedStep(accepted.astype(np.int64), final.astype(np.int64), emitted.astype(np.int64))
+
+
+def _at_least(a, b, tol):
+    """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0)."""
+    return a >= b + tol * np.maximum(np.abs(a), np.abs(b)) + (tol * 1e-3 if tol else 0.0)
+
+
+def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_probs, *, tolerance: float):
+    """Return a list of ``(message, evidence)`` for events of probability zero under the exact rule.
+
+    - a draft rejected although ``p(x) >= q(x)`` (its acceptance probability is 1);
+    - a draft accepted although ``p(x) = 0``;
+    - a recovered token where the residual ``max(0, p - q)`` is zero;
+    - a bonus token of target probability zero.
+    ``tolerance`` widens each comparison for low-precision backends.
+    """
+    batch, gamma = draft_token_ids.shape
+    rows = np.arange(batch)
+    events = []
+
+    def report(mask, message, position, token, **extra):
+        if mask.any():
+            idx = np.flatnonzero(mask)
+            b = int(idx[0])
+            evidence = {"rows": idx[:10].tolist(), "count": int(idx.size), "row": b,
+                        "position": int(position[b]), "token": int(token[b])}
+            evidence.update({k: float(v[b]) for k, v in extra.items()})
+            events.append((message.format(count=idx.size, row=b), evidence))
+
+    if gamma:
+        k = np.minimum(step.accepted, gamma - 1)
+        rejected = (step.accepted < gamma) & (step.final >= 0)
+        x = draft_token_ids[rows, k]
+        p_x = target_probs[rows, k, x]
+        q_x = draft_probs[rows, k, x]
+        report(rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
+               "{count} row(s) rejected a draft whose target probability is at least its draft probability "
+               "(acceptance probability 1); first: row {row}", k, x, target_prob=p_x, draft_prob=q_x)
+        y = np.maximum(step.final, 0)
+        p_y = target_probs[rows, k, y]
+        q_y = draft_probs[rows, k, y]
+        report(rejected & _at_least(q_y, p_y, tolerance),
+               "{count} row(s) recovered a token where the residual max(0, p - q) is zero; first: row {row}",
+               k, y, target_prob=p_y, draft_prob=q_y)
+        accepted_any = step.accepted[:, None] > np.arange(gamma)
+        p_all = np.take_along_axis(target_probs[:, :gamma], draft_token_ids[..., None], axis=2)[..., 0]
+        zero_accept = accepted_any & (p_all <= 0)
+        hit = zero_accept.any(axis=1)
+        pos = zero_accept.argmax(axis=1)
+        report(hit, "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
+               pos, draft_token_ids[rows, pos], target_prob=p_all[rows, pos])
+    bonus = (step.accepted == gamma) & (step.final >= 0)
+    y = np.maximum(step.final, 0)
+    p_bonus = target_probs[rows, gamma, y]
+    report(bonus & (p_bonus <= 0),
+           "{count} row(s) emitted a bonus token the target gives probability zero; first: row {row}",
+           np.full(batch, gamma), y, target_prob=p_bonus)
+    return events

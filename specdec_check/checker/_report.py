@@ -1,0 +1,188 @@
+"""What a check proved: findings, per-test records and the CheckReport."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["CheckReport", "Finding", "ScenarioSummary", "TestRecord", "REPORT_VERSION"]
+
+#: Version of the report layout (``to_dict``); bump on incompatible changes.
+REPORT_VERSION = 1
+
+FINDING_KINDS = ("failure", "inefficiency", "warning")
+
+
+def _plain(value):
+    """Convert numpy scalars / tuples to JSON-safe builtins (NaN/inf become None)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the checker found: a failure, an inefficiency or a warning."""
+
+    kind: str
+    check: str
+    scenario: str
+    message: str
+    evidence: dict = field(default_factory=dict)
+    repro: str = ""
+
+    def __post_init__(self):
+        if self.kind not in FINDING_KINDS:
+            raise ValueError(f"Finding.kind must be one of {FINDING_KINDS}; got {self.kind!r}.")
+
+    def to_dict(self) -> dict:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """The outcome of one statistical or exact test on one scenario."""
+
+    __test__ = False  # not a pytest test class
+
+    scenario: str
+    check: str
+    method: str
+    passed: bool
+    alpha: float
+    n: int
+    statistic: float | None = None
+    pvalue: float | None = None
+    evalue: float | None = None
+    bins: int | None = None
+    min_detectable_tv: float | None = None
+    tv_plugin: float | None = None
+    tv_upper: float | None = None
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class ScenarioSummary:
+    """Measured against exact efficiency figures for one scenario."""
+
+    name: str
+    description: str
+    vocab_size: int
+    gamma: int
+    rows_per_call: int
+    calls: int
+    samples: int
+    acceptance_measured: float | None = None
+    acceptance_expected: float | None = None
+    tokens_per_step_measured: float | None = None
+    tokens_per_step_expected: float | None = None
+    target_calls_per_token: float | None = None
+    elapsed_s: float = 0.0
+    stopped_early: bool = False
+
+    def to_dict(self) -> dict:
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verdict of :func:`check_verifier` or :func:`check_generator` and what backs it."""
+
+    kind: str
+    sampler: str
+    passed: bool
+    findings: tuple
+    results: tuple
+    scenarios: tuple
+    mode: str
+    backend: str
+    device: str | None
+    dtype: str
+    tolerance: float
+    seed: int
+    alpha: float
+    alpha_per_check: float
+    samples_used: int
+    elapsed_s: float
+    design_tv: float
+    checks: tuple = ()
+
+    @property
+    def failures(self) -> tuple:
+        return tuple(f for f in self.findings if f.kind == "failure")
+
+    @property
+    def inefficiencies(self) -> tuple:
+        return tuple(f for f in self.findings if f.kind == "inefficiency")
+
+    @property
+    def warnings(self) -> tuple:
+        return tuple(f for f in self.findings if f.kind == "warning")
+
+    @property
+    def verdict(self) -> str:
+        """``"passed"``, ``"failed"`` or ``"inefficient"`` (lossless but accepts less than optimal)."""
+        if self.failures:
+            return "failed"
+        if self.inefficiencies:
+            return "inefficient"
+        return "passed"
+
+    def to_dict(self) -> dict:
+        """The report as JSON-safe builtins (layout version :data:`REPORT_VERSION`)."""
+        return {
+            "report_version": REPORT_VERSION,
+            "kind": self.kind,
+            "sampler": self.sampler,
+            "passed": self.passed,
+            "verdict": self.verdict,
+            "mode": self.mode,
+            "backend": self.backend,
+            "device": self.device,
+            "dtype": self.dtype,
+            "tolerance": self.tolerance,
+            "seed": self.seed,
+            "alpha": self.alpha,
+            "alpha_per_check": self.alpha_per_check,
+            "design_tv": self.design_tv,
+            "samples_used": self.samples_used,
+            "elapsed_s": self.elapsed_s,
+            "checks": list(self.checks),
+            "findings": [f.to_dict() for f in self.findings],
+            "scenarios": [s.to_dict() for s in self.scenarios],
+            "results": [r.to_dict() for r in self.results],
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    def summary(self) -> str:
+        """A plain-text verdict for people: what was tested, what was found, how to reproduce."""
+        lines = [
+            f"specdec-check {self.kind} report: {self.sampler}",
+            f"verdict: {self.verdict.upper()}  (mode={self.mode}, backend={self.backend}"
+            + (f", device={self.device}" if self.device else "")
+            + f", dtype={self.dtype}, seed={self.seed})",
+            f"false-alarm budget: {self.alpha:g} for the whole run ({self.alpha_per_check:.3g} per check); "
+            f"design TV {self.design_tv:g}; {self.samples_used:,} samples in {self.elapsed_s:.1f} s",
+        ]
+        failed_tests = [r for r in self.results if not r.passed]
+        lines.append(f"tests: {len(self.results)} run, {len(failed_tests)} rejected; scenarios: {len(self.scenarios)}")
+        for f in self.findings:
+            lines.append(f"  [{f.kind}] {f.scenario} / {f.check}: {f.message}")
+            if f.repro:
+                lines.append(f"      repro: {f.repro}")
+        if not self.findings:
+            worst = max((r.min_detectable_tv or 0.0 for r in self.results), default=0.0)
+            lines.append(f"  no findings; every law test could detect a TV of {worst:.3g} or more (power 0.99)")
+        return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""The torch backend of the checker: inputs on a device, in a dtype, a device generator.
+
+``TorchBackend(device, dtype)`` implements the Backend interface of notes/CONTRACTS.md.
+The checker builds each batch's rows in float64 numpy, hands them to
+:meth:`TorchBackend.verifier_inputs` (cast to ``dtype``, moved to ``device``), gives the
+sampler :meth:`TorchBackend.generator`, and tests the output against the exact law of
+the rows *as the sampler saw them* (:meth:`TorchBackend.law_rows`: cast, back to float64,
+renormalised), so a correct low-precision sampler passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..models._torch import DTYPES, CastLawModel, TorchModel, cast_law_rows, resolve_device, resolve_dtype
+from ..samplers._torch import _same_device
+from ._backend import Backend
+
+__all__ = ["TOLERANCES", "TorchBackend", "count_on_device", "encode_on_device"]
+
+#: Impossible-event tolerance per dtype. A sampler may compare ``u * q < p`` after each
+#: probability has been rounded to the dtype (and renormalised in it), so ``p`` and ``q``
+#: can swap order when they are within about two unit roundoffs ``2u`` of each other. The
+#: checker flags "rejected a draft with p >= q" only when ``p >= q * (1 + tol) + tol``.
+#:   float64: u = 1.1e-16 -> 1e-12 (float64 rows are validated to sum to 1 within 1e-9 and
+#:            renormalised; 1e-12 leaves ~4 decades for summation error over 1e5 entries).
+#:   float32: u = 6.0e-8  -> 1e-6  (~8 x 2u; measured worst ratio error of the torch reference
+#:            in float32, rows of V <= 128256 renormalised: 3.2e-7).
+#:   float16: u = 4.9e-4  -> 2e-3  (~2 x 2u).
+#:   bfloat16: u = 3.9e-3 -> 1e-2  (~1.3 x 2u).
+TOLERANCES = {"float64": 1e-12, "float32": 1e-6, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return {v: k for k, v in DTYPES.items()}[dtype]
+
+
+class TorchBackend(Backend):
+    """Checker backend that runs samplers on ``device`` with probabilities in ``dtype``.
+
+    ``device``: "cpu", "cuda", "cuda:1", ... (validated: ``ValueError`` when CUDA is not
+    available). ``dtype``: "float32" (default), "float64", "bfloat16" or "float16".
+    """
+
+    name = "torch"
+
+    def __init__(self, device="cpu", dtype="float32"):
+        self.torch_device = resolve_device(device)
+        self.torch_dtype = resolve_dtype(dtype if dtype is not None else "float32")
+        self.device = str(self.torch_device)
+        self.dtype = _dtype_name(self.torch_dtype)
+        self.tolerance = TOLERANCES[self.dtype]
+
+    def __repr__(self):
+        return f"TorchBackend(device={self.device!r}, dtype={self.dtype!r})"
+
+    # ----------------------------------------------------------------------------- randomness
+    def generator(self, seed: int) -> torch.Generator:
+        """A fresh ``torch.Generator`` on the device, seeded with ``seed`` (reduced mod 2**64)."""
+        return torch.Generator(device=self.torch_device).manual_seed(int(seed) % (1 << 64))
+
+    # ----------------------------------------------------------------------------- laws
+    def law_rows(self, rows: np.ndarray) -> np.ndarray:
+        """float64 law of ``rows`` as the sampler sees them: cast to dtype, back to float64, renormalised.
+
+        Zeros stay zero (also entries that underflow in the dtype); a row with no mass stays all zeros.
+        """
+        return cast_law_rows(rows, self.torch_dtype)
+
+    def law_model(self, model):
+        """Numpy model with the laws the sampler sees from ``self.models(...)`` (for the generator oracles)."""
+        if isinstance(model, TorchModel):
+            model = model.base
+        return model if self.torch_dtype == torch.float64 else CastLawModel(model, self.torch_dtype)
+
+    # ----------------------------------------------------------------------------- inputs
+    def _probs(self, x) -> torch.Tensor:
+        t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)).to(self.torch_dtype)  # cast on host: less to move
+        return t.to(self.torch_device)
+
+    def verifier_inputs(self, draft_token_ids, draft_probs, target_probs) -> dict:
+        """Keyword arguments for a verifier (minus ``generator``): int64 ids, probs in dtype, all on the device."""
+        ids = torch.from_numpy(np.ascontiguousarray(draft_token_ids, dtype=np.int64)).to(self.torch_device)
+        return {
+            "draft_token_ids": ids,
+            "draft_probs": self._probs(draft_probs),
+            "target_probs": self._probs(target_probs),
+        }
+
+    def models(self, target, draft):
+        """``(target, draft)`` as device-resident :class:`TorchModel` s returning ``dtype`` rows."""
+        return (TorchModel(target, device=self.torch_device, dtype=self.torch_dtype),
+                TorchModel(draft, device=self.torch_device, dtype=self.torch_dtype))
+
+    def prompts(self, prompts: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(prompts, dtype=np.int64)).to(self.torch_device)
+
+    # ----------------------------------------------------------------------------- outputs
+    def output_problems(self, output) -> list:
+        """Contract problems with a sampler's return value in this backend (empty when fine).
+
+        Flags a non-tensor, a tensor on another device, and a non-integer dtype.
+        """
+        if not isinstance(output, torch.Tensor):
+            return [f"returned {type(output).__module__}.{type(output).__name__}, not a torch.Tensor"]
+        problems = []
+        if not _same_device(output.device, self.torch_device):
+            problems.append(f"returned a tensor on {output.device}, expected {self.device} (the inputs' device)")
+        if output.dtype.is_floating_point or output.dtype.is_complex or output.dtype == torch.bool:
+            problems.append(f"returned dtype {output.dtype}, expected an integer dtype (int64)")
+        return problems
+
+    def to_host(self, output) -> np.ndarray:
+        """int64 numpy copy of a sampler's output (tensor on any device, or array-like)."""
+        if isinstance(output, torch.Tensor):
+            if output.dtype.is_floating_point or output.dtype.is_complex:
+                raise TypeError(f"the sampler returned a {output.dtype} tensor; token ids must be integers.")
+            return output.detach().to("cpu", torch.int64).numpy()
+        arr = np.asarray(output)
+        if not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+            raise TypeError(f"the sampler returned dtype {arr.dtype}; token ids must be integers.")
+        return arr.astype(np.int64)
+
+    def count_on_device(self, codes, minlength: int) -> np.ndarray:
+        return count_on_device(codes, minlength)
+
+
+def count_on_device(codes, minlength: int) -> np.ndarray:
+    """``np.bincount(codes, minlength)`` computed where ``codes`` live (only the counts cross to the host).
+
+    ``codes``: a non-negative int tensor (any device) or array. Returns int64 numpy [max(minlength, max+1)].
+    """
+    if not isinstance(codes, torch.Tensor):
+        return np.bincount(np.asarray(codes, dtype=np.int64).reshape(-1), minlength=minlength).astype(np.int64)
+    return torch.bincount(codes.reshape(-1).long(), minlength=minlength).cpu().numpy().astype(np.int64)
+
+
+def encode_on_device(tokens: torch.Tensor, vocab_size: int) -> tuple:
+    """Device-side :func:`specdec_check.exact.encode_emitted`: returns ``(codes int64 [B], well_formed bool [B])``.
+
+    Rows that are not 1..gamma+1 ids in ``[0, V)`` followed by ``-1`` get code -1 and
+    ``well_formed`` False (the caller decides how to report them).
+    """
+    tokens = tokens.long()
+    batch, width = tokens.shape
+    gamma = width - 1
+    cols = torch.arange(width, device=tokens.device)
+    lengths = (tokens >= 0).sum(dim=1)
+    ok = ((tokens >= 0) == (cols < lengths[:, None])).all(dim=1)
+    ok &= (lengths >= 1) & (tokens >= -1).all(dim=1) & (tokens < vocab_size).all(dim=1)
+    code = torch.zeros(batch, dtype=torch.int64, device=tokens.device)
+    for j in range(width):
+        code = torch.where(j < lengths, code * vocab_size + tokens[:, j].clamp(min=0), code)
+    sizes = [vocab_size**m for m in range(1, gamma + 2)]
+    offsets = torch.tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64), device=tokens.device)
+    code = offsets[(lengths - 1).clamp(min=0)] + code
+    return torch.where(ok, code, torch.full_like(code, -1)), ok

@@ -1,0 +1,479 @@
+"""check_verifier: run a verifier on the scenario battery and test everything it emits."""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+import numpy as np
+
+from .. import stats
+from ..exact import acceptance_probabilities, encode_emitted, num_step_outcomes, path_accepted_count_law
+from ..exact import path_step_law, residual_probs, step_law
+from ..scenarios import VerifierScenario, default_verifier_battery
+from ._backend import make_backend
+from ._callables import VERIFIER_KEYWORDS, check_sampler, qualified_name
+from ._modes import get_mode
+from ._outputs import contract_violation, impossible_events, parse_step
+from ._report import CheckReport, Finding, ScenarioSummary, TestRecord
+from ._tally import CountTally, PitTally
+
+__all__ = ["VERIFIER_CHECKS", "check_verifier"]
+
+VERIFIER_CHECKS = (
+    "contract",
+    "impossible",
+    "step_law",
+    "first_token",
+    "stop_conditional",
+    "accepted_count",
+    "efficiency",
+    "determinism",
+    "independence",
+    "batch_invariance",
+)
+#: Law checks whose failure means the output law is wrong (not merely inefficient).
+_OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_invariance")
+#: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row.
+_PATH_LAW_MAX_VOCAB = 1000
+
+
+def _check_common(mode, alpha, seed, checks, known, progress):
+    mode = get_mode(mode)
+    alpha = float(alpha)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha (the false-alarm budget of the whole run) must lie in (0, 1); got {alpha}.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0; got {seed!r}.")
+    if checks is None:
+        checks = known
+    else:
+        checks = tuple(checks)
+        unknown = [c for c in checks if c not in known]
+        if unknown:
+            raise ValueError(f"unknown check(s) {unknown}; choose from {known}.")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be None or a callable progress(done, total, label).")
+    return mode, alpha, int(seed), checks
+
+
+def _repro(kind, sampler, mode, seed, scenario, backend):
+    cmd = f"specdec-check {kind} {sampler} --mode {mode.name} --seed {seed} --scenario {scenario}"
+    if backend.name != "numpy":
+        cmd += f" --backend {backend.name} --device {backend.device} --dtype {backend.dtype}"
+    return cmd
+
+
+def _snapshot(kwargs):
+    return {k: (v.clone() if hasattr(v, "clone") else np.array(v, copy=True)) for k, v in kwargs.items()}
+
+
+def _same(a, b) -> bool:
+    a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def _planned_tests(scenario: VerifierScenario, checks) -> list:
+    tests = []
+    for name in ("first_token", "stop_conditional", "accepted_count"):
+        if name in checks and (scenario.gamma or name == "first_token"):
+            tests.append(name)
+    if "step_law" in checks:
+        if scenario.vocab_size <= _PATH_LAW_MAX_VOCAB:
+            tests.append("step_law")
+        if scenario.enumerable:
+            tests.append("step_law_integrated")
+    if "efficiency" in checks and scenario.gamma:
+        tests.append("efficiency")
+    if "independence" in checks:
+        tests.append("independence_calls")
+        if scenario.rows_per_call >= 2:
+            tests.append("independence_rows")
+    if "batch_invariance" in checks and scenario.rows_per_call >= 16 and scenario.vocab_size <= _PATH_LAW_MAX_VOCAB:
+        tests.append("batch_invariance")
+    return tests
+
+
+def check_verifier(verify, *, scenarios=None, mode="default", backend="numpy", seed=0, alpha=1e-6, progress=None,
+                   checks=None, device=None, dtype=None) -> CheckReport:
+    """Check that ``verify`` reproduces the exact law of one speculative step.
+
+    ``verify(*, draft_token_ids, draft_probs, target_probs, generator)`` is run on every
+    scenario (default :func:`~specdec_check.scenarios.default_verifier_battery`). Each call
+    is checked for the output contract and for events of probability zero; the outputs
+    are tested against exact laws (first token against the target row, the token at the
+    stop position against the residual or bonus row, the accepted count, the joint (k, y)
+    law given the path and, where enumerable, the step law integrated over drafts,
+    Leviathan et al. 2023 Theorem 3.5); the acceptance count against the optimum
+    ``sum_x min(p, q)``; determinism and independence of the randomness. ``alpha`` is the
+    false-alarm budget of the whole call, split evenly over every statistical test.
+    """
+    check_sampler(verify, VERIFIER_KEYWORDS, "verifier")
+    mode, alpha, seed, checks = _check_common(mode, alpha, seed, checks, VERIFIER_CHECKS, progress)
+    backend_obj = make_backend(backend, device=device, dtype=dtype)
+    scenarios = default_verifier_battery() if scenarios is None else list(scenarios)
+    for s in scenarios:
+        if not isinstance(s, VerifierScenario):
+            raise TypeError(f"scenarios must be VerifierScenario objects; got {type(s).__name__}.")
+    plans = [_planned_tests(s, checks) for s in scenarios]
+    planned = max(1, sum(len(p) for p in plans))
+    ledger = stats.AlphaLedger(alpha, planned=planned)
+    sampler = qualified_name(verify)
+    started = time.perf_counter()
+    findings, records, summaries = [], [], []
+    samples = 0
+    seeds = np.random.SeedSequence(seed).spawn(len(scenarios))
+    for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
+        if progress is not None:
+            progress(i, len(scenarios), scenario.name)
+        run = _ScenarioRun(verify, scenario, plan, mode, backend_obj, ledger, np.random.default_rng(seeds[i]), checks,
+                           _repro("verify", sampler, mode, seed, scenario.name, backend_obj))
+        run.execute()
+        findings += run.findings
+        records += run.records
+        summaries.append(run.summary)
+        samples += run.samples
+    if progress is not None:
+        progress(len(scenarios), len(scenarios), "done")
+    return CheckReport(
+        kind="verifier", sampler=sampler, passed=not any(f.kind == "failure" for f in findings),
+        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=mode.name,
+        backend=backend_obj.name, device=backend_obj.device, dtype=backend_obj.dtype,
+        tolerance=float(backend_obj.tolerance), seed=seed, alpha=alpha, alpha_per_check=ledger.per_check,
+        samples_used=int(samples), elapsed_s=time.perf_counter() - started, design_tv=mode.design_tv,
+        checks=tuple(checks),
+    )
+
+
+class _ScenarioRun:
+    """Everything the checker does for one verifier scenario."""
+
+    def __init__(self, verify, scenario, plan, mode, backend, ledger, rng, checks, repro):
+        self.verify, self.scenario, self.plan, self.mode, self.backend = verify, scenario, plan, mode, backend
+        self.ledger, self.rng, self.checks, self.repro = ledger, rng, checks, repro
+        self.findings, self.records = [], []
+        self.samples = 0
+        self.calls = 0
+        self.stopped = False  # a contract failure or impossible event ends the scenario
+        self.bonus_missing = 0
+        self.pool = None if scenario.fixed_target_probs is not None else scenario.prompts()
+        self.accepted_total = 0.0
+        self.accepted_expected = 0.0
+        self.first_accepted = 0
+        self.first_accept_probs = []
+        self.emitted_total = 0
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def fail(self, check, message, evidence=None, kind="failure"):
+        self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
+
+    def draw(self, rows=None):
+        draw = self.scenario.draw(self.rng, self.backend.law_rows, pool=self.pool)
+        return draw
+
+    def call(self, draw, seed, check="contract"):
+        kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        snapshot = _snapshot(kwargs) if ("contract" in self.checks and self.calls < 2) else None
+        self.calls += 1
+        try:
+            out = self.verify(**kwargs, generator=self.backend.generator(seed))
+        except Exception as exc:  # the verifier's own error becomes a finding
+            tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+            self.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": "".join(tb[-6:])})
+            self.stopped = True
+            return None
+        try:
+            out = self.backend.to_host(out)
+        except Exception as exc:
+            self.fail("contract", f"the verifier's output could not be read as an integer array: {exc}")
+            self.stopped = True
+            return None
+        if "contract" in self.checks:
+            problem = contract_violation(out, draw.draft_token_ids, self.scenario.vocab_size)
+            if problem is not None:
+                self.fail("contract", problem[0], problem[1])
+                self.stopped = True
+                return None
+            if snapshot is not None:
+                changed = [k for k in kwargs if not _same(kwargs[k], snapshot[k])]
+                if changed:
+                    self.fail("contract", f"the verifier modified its input(s) {changed} in place",
+                              {"modified": changed})
+                    self.stopped = True
+                    return None
+        return out
+
+    def next_seed(self) -> int:
+        return int(self.rng.integers(0, 2**63 - 1))
+
+    # -- the main loop -------------------------------------------------------------------------------
+    def execute(self):
+        started = time.perf_counter()
+        s, mode = self.scenario, self.mode
+        per_check = self.ledger.per_check
+        bins = mode.pit_bins
+        planned_n = stats.samples_for(mode.design_tv, support_size=bins, alpha=per_check / 2)
+        n_target = min(planned_n, mode.max_samples)
+        calls = int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call))))
+        tallies = {}
+        for name in ("first_token", "stop_conditional", "accepted_count", "step_law"):
+            if name in self.plan:
+                tallies[name] = PitTally(s.name, name, bins=bins, alpha=self.ledger.spend(f"{s.name}/{name}"))
+        integrated = None
+        if "step_law_integrated" in self.plan:
+            law = np.concatenate([step_law(s.target, s.draft, s.gamma, p[p >= 0]) for p in self.pool]) / len(self.pool)
+            integrated = CountTally(s.name, "step_law", law, alpha=self.ledger.spend(f"{s.name}/step_law_integrated"))
+            integrated.method = "integrated step law (context, emitted string)"
+        outcomes = num_step_outcomes(s.vocab_size, s.gamma) if integrated is not None else 0
+        pit_rng = np.random.default_rng(self.rng.integers(2**63))
+        for _ in range(calls):
+            draw = self.draw()
+            out = self.call(draw, self.next_seed())
+            if out is None:
+                break
+            self.samples += out.shape[0]
+            if not self.absorb(draw, out, tallies, integrated, outcomes, pit_rng):
+                break
+            if any(t.rejected_early for t in tallies.values()) or (integrated is not None and integrated.rejected_early):
+                break
+        if self.bonus_missing and "step_law" in tallies:
+            del tallies["step_law"]
+            self.note_skipped("step_law", "the verifier omits the bonus token, so (k, y) is undefined for k = gamma")
+        if self.bonus_missing and integrated is not None:
+            integrated = None
+            self.note_skipped("step_law", "integrated step law skipped: the bonus token is missing")
+        law_records = [t.record() for t in tallies.values()]
+        if integrated is not None:
+            law_records.append(integrated.record())
+        self.records += law_records
+        if not self.stopped:
+            self.efficiency()
+            self.randomness()
+        self.classify(law_records)
+        self.summary = self.make_summary(time.perf_counter() - started)
+
+    def note_skipped(self, check, why):
+        self.records.append(TestRecord(self.scenario.name, check, "skipped", True, 0.0, 0, details={"skipped": why}))
+
+    def absorb(self, draw, out, tallies, integrated, outcomes, pit_rng) -> bool:
+        s = self.scenario
+        gamma = s.gamma
+        step = parse_step(out, draw.draft_token_ids)
+        no_final = step.final < 0
+        if no_final.any():
+            dropped = no_final & (step.accepted < gamma)
+            if dropped.any():
+                b = int(np.flatnonzero(dropped)[0])
+                self.fail("contract", "a row stops after a rejected draft without emitting the recovered token "
+                          "(lossy: the step then emits only accepted drafts)",
+                          {"row": b, "drafts": draw.draft_token_ids[b].tolist(), "output": out[b].tolist()})
+                self.stopped = True
+                return False
+            self.bonus_missing += int(no_final.sum())
+        if "impossible" in self.checks:
+            events = impossible_events(step, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
+                                       tolerance=self.backend.tolerance)
+            for message, evidence in events:
+                evidence["tolerance"] = self.backend.tolerance
+                self.fail("impossible", message, evidence)
+            if events:
+                self.stopped = True
+                return False
+        batch = out.shape[0]
+        rows = np.arange(batch)
+        count_law = path_accepted_count_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        self.accepted_total += float(step.accepted.sum())
+        self.accepted_expected += float((count_law @ np.arange(gamma + 1)).sum())
+        self.emitted_total += int(step.emitted.sum())
+        if gamma:
+            self.first_accepted += int((step.accepted >= 1).sum())
+            self.first_accept_probs.append(
+                acceptance_probabilities(draw.draft_token_ids, draw.draft_probs, draw.target_probs)[:, 0])
+        try:
+            if "first_token" in tallies:
+                tallies["first_token"].add(out[:, 0], draw.target_probs[:, 0], pit_rng)
+            if "stop_conditional" in tallies:
+                has = step.final >= 0
+                k = step.accepted[has]
+                laws = np.where((k < gamma)[:, None],
+                                residual_probs(draw.draft_probs, draw.target_probs)[rows[has], np.minimum(k, gamma - 1)],
+                                draw.target_probs[rows[has], gamma])
+                tallies["stop_conditional"].add(step.final[has], laws, pit_rng)
+            if "accepted_count" in tallies:
+                tallies["accepted_count"].add(step.accepted, count_law, pit_rng)
+            if "step_law" in tallies and not self.bonus_missing:
+                law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs).reshape(batch, -1)
+                tallies["step_law"].add(step.accepted * s.vocab_size + step.final, law, pit_rng)
+        except ValueError as exc:  # a sample on a zero-probability outcome
+            self.fail("impossible", f"an output has probability zero under the exact law: {exc}")
+            self.stopped = True
+            return False
+        if integrated is not None and not self.bonus_missing:
+            integrated.add_codes(draw.pool_index * outcomes + encode_emitted(out, s.vocab_size))
+        return True
+
+    # -- efficiency ----------------------------------------------------------------------------------
+    def efficiency(self):
+        if "efficiency" not in self.plan or not self.first_accept_probs:
+            return
+        probs = np.concatenate(self.first_accept_probs)
+        alpha = self.ledger.spend(f"{self.scenario.name}/efficiency")
+        res = stats.poisson_binomial_test(self.first_accepted, probs, alpha=alpha)
+        self.records.append(TestRecord(
+            self.scenario.name, "efficiency", "exact Poisson-binomial (first-position acceptances)", not res.rejected,
+            alpha, int(probs.size), statistic=float(res.statistic), pvalue=float(res.pvalue),
+            details={"accepted": int(self.first_accepted), "expected": float(probs.sum()),
+                     "accepted_per_step": self.accepted_total / max(self.samples, 1),
+                     "optimal_accepted_per_step": self.accepted_expected / max(self.samples, 1)},
+        ))
+
+    # -- randomness ----------------------------------------------------------------------------------
+    def collision_probs(self, draw):
+        law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        gamma = self.scenario.gamma
+        if self.bonus_missing:
+            return (law[:, :gamma] ** 2).sum(axis=(1, 2)) + law[:, gamma].sum(axis=1) ** 2
+        return (law**2).sum(axis=(1, 2))
+
+    def randomness(self):
+        s = self.scenario
+        if "determinism" in self.checks:
+            draw = self.draw()
+            seed = self.next_seed()
+            first = self.call(draw, seed, "determinism")
+            second = self.call(draw, seed, "determinism") if first is not None else None
+            if first is not None and second is not None and not np.array_equal(first, second):
+                row = int(np.flatnonzero((first != second).any(axis=1))[0])
+                self.fail("determinism", "two calls with the same generator state on the same inputs gave different "
+                          "outputs: the verifier uses randomness other than its generator",
+                          {"row": row, "first": first[row].tolist(), "second": second[row].tolist()})
+            self.records.append(TestRecord(s.name, "determinism", "exact replay", first is not None and second is not None
+                                           and np.array_equal(first, second), 0.0, int(len(draw.pool_index))))
+        pairs = max(200, min(self.mode.max_samples // 8, 4000))
+        if "independence_calls" in self.plan and not self.stopped:
+            self.collisions("independence", pairs, within_call=False)
+        if "independence_rows" in self.plan and not self.stopped:
+            self.collisions("independence", pairs, within_call=True)
+        if "batch_invariance" in self.plan and not self.stopped:
+            self.batch_invariance()
+
+    def collisions(self, check, pairs, *, within_call):
+        """Count identical outputs for identical inputs: under independence each row pair collides
+        with probability sum_o P(o)^2, so the count is exactly Poisson-binomial."""
+        s = self.scenario
+        label = "rows within a call" if within_call else "calls with fresh generators"
+        alpha = self.ledger.spend(f"{s.name}/{check}/{'rows' if within_call else 'calls'}")
+        hits, probs, n_calls = 0, [], 0
+        max_calls = max(4, self.mode.max_calls // 4)
+        while len(probs) == 0 or sum(p.size for p in probs) < pairs:
+            if n_calls >= max_calls:
+                break
+            draw = self.draw()
+            if within_call:
+                half = s.rows_per_call // 2
+                pick = np.repeat(np.arange(half), 2)
+                draw = type(draw)(draw.draft_token_ids[pick], draw.draft_probs[pick], draw.target_probs[pick],
+                                  draw.pool_index[pick])
+                out = self.call(draw, self.next_seed(), check)
+                n_calls += 1
+                if out is None:
+                    return
+                same = np.all(out[0::2] == out[1::2], axis=1)
+                probs.append(self.collision_probs(draw)[0::2])
+            else:
+                first = self.call(draw, self.next_seed(), check)
+                second = self.call(draw, self.next_seed(), check) if first is not None else None
+                n_calls += 2
+                if second is None:
+                    return
+                same = np.all(first == second, axis=1)
+                probs.append(self.collision_probs(draw))
+            hits += int(same.sum())
+        probs = np.concatenate(probs)
+        res = stats.poisson_binomial_test(hits, np.clip(probs, 0.0, 1.0), alpha=alpha, alternative="greater")
+        self.records.append(TestRecord(
+            s.name, check, f"exact Poisson-binomial collision count ({label})", not res.rejected, alpha,
+            int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
+            details={"collisions": hits, "expected": float(probs.sum()), "pairs": int(probs.size)},
+        ))
+        if res.rejected:
+            self.fail(check, f"identical inputs gave identical outputs too often across {label}: {hits} of "
+                      f"{probs.size} pairs vs {probs.sum():.1f} expected under independence (p = {res.pvalue:.3g}); "
+                      "the randomness is shared or does not come from the generator",
+                      {"collisions": hits, "pairs": int(probs.size), "expected": float(probs.sum()),
+                       "pvalue": float(res.pvalue)})
+
+    def batch_invariance(self):
+        """Rows of a large-batch scenario, one row per call: the (k, y) law must not change."""
+        s = self.scenario
+        tally = PitTally(s.name, "batch_invariance", bins=min(self.mode.pit_bins, 16),
+                         alpha=self.ledger.spend(f"{s.name}/batch_invariance"), sequential=False)
+        pit_rng = np.random.default_rng(self.rng.integers(2**63))
+        budget = max(8, self.mode.max_calls // 4)
+        for _ in range(max(1, budget // s.rows_per_call + 1)):
+            draw = self.draw()
+            for b in range(min(s.rows_per_call, budget)):
+                one = type(draw)(draw.draft_token_ids[b:b + 1], draw.draft_probs[b:b + 1], draw.target_probs[b:b + 1],
+                                 draw.pool_index[b:b + 1])
+                out = self.call(one, self.next_seed(), "batch_invariance")
+                if out is None:
+                    return
+                step = parse_step(out, one.draft_token_ids)
+                if step.final[0] < 0:
+                    continue
+                law = path_step_law(one.draft_token_ids, one.draft_probs, one.target_probs).reshape(1, -1)
+                try:
+                    tally.add(step.accepted * s.vocab_size + step.final, law, pit_rng)
+                except ValueError as exc:
+                    self.fail("impossible", f"single-row call produced an impossible outcome: {exc}")
+                    return
+            budget -= min(s.rows_per_call, budget)
+            if budget <= 0:
+                break
+        record = tally.record(extra_details={"rows_per_call": 1})
+        self.records.append(record)
+
+    # -- verdicts ------------------------------------------------------------------------------------
+    def classify(self, law_records):
+        s = self.scenario
+        records = [r for r in self.records if r.check in _OUTPUT_LAW_CHECKS + ("accepted_count", "efficiency")]
+        output_law_bad = [r for r in records if r.check in _OUTPUT_LAW_CHECKS and not r.passed]
+        acceptance_bad = [r for r in records if r.check in ("accepted_count", "efficiency") and not r.passed]
+        measured = self.accepted_total / max(self.samples, 1)
+        optimal = self.accepted_expected / max(self.samples, 1)
+        for r in output_law_bad:
+            self.fail(r.check, f"the output law differs from the exact law ({r.method}): p = {r.pvalue:.3g}"
+                      + (f", e-value {r.evalue:.3g}" if r.evalue is not None else "")
+                      + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples",
+                      {"pvalue": r.pvalue, "evalue": r.evalue, "n": r.n, "worst_cells": r.details.get("worst_cells", []),
+                       "tv_plugin": r.tv_plugin})
+        if acceptance_bad:
+            if not output_law_bad and measured < optimal:
+                self.fail("efficiency", f"lossless but inefficient: accepts {measured:.4f} drafts per step where the "
+                          f"standard rule accepts {optimal:.4f} (sum min(p, q) along each path)",
+                          {"accepted_per_step": measured, "optimal": optimal,
+                           "pvalues": [r.pvalue for r in acceptance_bad]}, kind="inefficiency")
+            else:
+                for r in acceptance_bad:
+                    self.fail(r.check, f"the accepted-count law differs from the exact one: accepts {measured:.4f} "
+                              f"drafts per step, exact {optimal:.4f} (p = {r.pvalue:.3g})",
+                              {"accepted_per_step": measured, "optimal": optimal, "pvalue": r.pvalue})
+        if self.bonus_missing:
+            self.fail("efficiency", f"{self.bonus_missing} fully accepted step(s) emitted no bonus token: lossless, but "
+                      "one token per fully accepted step is thrown away", {"rows_without_bonus": self.bonus_missing},
+                      kind="inefficiency")
+
+    def make_summary(self, elapsed):
+        s = self.scenario
+        probs = np.concatenate(self.first_accept_probs) if self.first_accept_probs else np.zeros(0)
+        n = max(self.samples, 1)
+        return ScenarioSummary(
+            name=s.name, description=s.description, vocab_size=s.vocab_size, gamma=s.gamma,
+            rows_per_call=s.rows_per_call, calls=self.calls, samples=self.samples,
+            acceptance_measured=(self.first_accepted / probs.size) if probs.size else None,
+            acceptance_expected=float(probs.mean()) if probs.size else None,
+            tokens_per_step_measured=self.emitted_total / n,
+            tokens_per_step_expected=1.0 + self.accepted_expected / n,
+            elapsed_s=elapsed, stopped_early=bool(self.stopped),
+        )

@@ -1,0 +1,164 @@
+"""Scenarios: a target, a draft, how contexts are drawn, gamma and rows per call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import as_token_array, check_gamma, check_probability_rows
+from ..exact import num_step_outcomes
+from ..models import CausalModel
+from ..models._contexts import last_context_indices
+from ..samplers import categorical
+
+__all__ = ["GeneratorScenario", "VerifierDraw", "VerifierScenario"]
+
+#: Largest (pool size x step outcomes) for which the integrated step law is enumerated.
+MAX_STEP_CELLS = 200_000
+
+
+@dataclass(frozen=True)
+class VerifierDraw:
+    """One call's worth of verifier inputs and the float64 laws of what the sampler sees."""
+
+    draft_token_ids: np.ndarray  # int64 [B, g]
+    draft_probs: np.ndarray  # float64 [B, g, V] (law rows, after the backend's cast)
+    target_probs: np.ndarray  # float64 [B, g+1, V]
+    pool_index: np.ndarray  # int64 [B]: which context of the pool each row used
+
+
+@dataclass(frozen=True, eq=False)
+class VerifierScenario:
+    """Inputs for a verifier: rows drawn along drafted paths from a pool of contexts.
+
+    Each row picks one of ``prompt_pool`` random prompts (lengths in ``prompt_lengths``),
+    drafts ``gamma`` tokens from ``draft`` along its own path and scores every position
+    with ``target``, so rows and positions see different target and draft rows.
+    ``from_rows`` builds a scenario from fixed rows instead (drafts still drawn per call).
+    """
+
+    name: str
+    target: CausalModel | None
+    draft: CausalModel | None
+    gamma: int
+    rows_per_call: int
+    prompt_pool: int = 8
+    prompt_lengths: tuple = (0, 4)
+    description: str = ""
+    seed: int = 0
+    fixed_target_probs: np.ndarray | None = field(default=None, repr=False)
+    fixed_draft_probs: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        check_gamma(self.gamma)
+        if self.fixed_target_probs is None:
+            for role, model in (("target", self.target), ("draft", self.draft)):
+                if not isinstance(model, CausalModel):
+                    raise TypeError(f"scenario {self.name!r}: {role} must be a specdec_check model; got {type(model).__name__}.")
+            if self.target.vocab_size != self.draft.vocab_size:
+                raise ValueError(f"scenario {self.name!r}: target and draft vocabularies differ.")
+        if not isinstance(self.rows_per_call, (int, np.integer)) or self.rows_per_call < 1:
+            raise ValueError(f"scenario {self.name!r}: rows_per_call must be an int >= 1; got {self.rows_per_call!r}.")
+        lo, hi = self.prompt_lengths
+        if not 0 <= lo <= hi:
+            raise ValueError(f"scenario {self.name!r}: prompt_lengths must be (min, max) with 0 <= min <= max.")
+
+    @classmethod
+    def from_rows(cls, name: str, *, target_probs, draft_probs, description: str = "") -> "VerifierScenario":
+        """A scenario with fixed rows: target_probs [B, g+1, V], draft_probs [B, g, V]."""
+        target_probs = check_probability_rows(target_probs, name="target_probs")
+        draft_probs = check_probability_rows(draft_probs, name="draft_probs")
+        if target_probs.ndim != 3 or draft_probs.ndim != 3:
+            raise ValueError("target_probs must be [B, gamma+1, V] and draft_probs [B, gamma, V].")
+        batch, gamma, vocab = draft_probs.shape
+        if target_probs.shape != (batch, gamma + 1, vocab):
+            raise ValueError(
+                f"target_probs must have shape {(batch, gamma + 1, vocab)} to match draft_probs {draft_probs.shape}; "
+                f"got {target_probs.shape}."
+            )
+        return cls(name, None, None, gamma, batch, prompt_pool=batch, description=description,
+                   fixed_target_probs=target_probs, fixed_draft_probs=draft_probs)
+
+    @property
+    def vocab_size(self) -> int:
+        if self.fixed_target_probs is not None:
+            return int(self.fixed_target_probs.shape[-1])
+        return int(self.target.vocab_size)
+
+    @property
+    def enumerable(self) -> bool:
+        """Whether the integrated step law over (context, emitted string) is small enough to enumerate."""
+        return self.fixed_target_probs is None and self.prompt_pool * num_step_outcomes(self.vocab_size, self.gamma) <= MAX_STEP_CELLS
+
+    def prompts(self) -> np.ndarray:
+        """The pool of prompts, int64 [prompt_pool, max_len] left-padded with -1."""
+        rng = np.random.default_rng([self.seed, 0x5EED])
+        lo, hi = self.prompt_lengths
+        lengths = rng.integers(lo, hi + 1, size=self.prompt_pool)
+        pool = np.full((self.prompt_pool, max(hi, 1)), -1, dtype=np.int64)
+        for i, n in enumerate(lengths):
+            if n:
+                pool[i, -n:] = rng.integers(0, self.vocab_size, size=n)
+        return pool
+
+    def draw(self, rng: np.random.Generator, law_rows=lambda rows: rows, *, pool=None) -> VerifierDraw:
+        """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see."""
+        gamma, batch = self.gamma, self.rows_per_call
+        if self.fixed_target_probs is not None:
+            draft_probs = law_rows(self.fixed_draft_probs)
+            target_probs = law_rows(self.fixed_target_probs)
+            ids = np.empty((batch, gamma), dtype=np.int64)
+            for j in range(gamma):
+                ids[:, j] = categorical(draft_probs[:, j], rng)
+            return VerifierDraw(ids, draft_probs, target_probs, np.arange(batch))
+        pool = self.prompts() if pool is None else pool
+        order = max(self.target.order, self.draft.order)
+        start = last_context_indices(pool, order=order, vocab_size=self.vocab_size)  # [pool, order]
+        index = rng.integers(0, pool.shape[0], size=batch)
+        context = start[index]
+        vocab = self.vocab_size
+        ids = np.empty((batch, gamma), dtype=np.int64)
+        draft_probs = np.empty((batch, gamma, vocab))
+        target_probs = np.empty((batch, gamma + 1, vocab))
+        for j in range(gamma + 1):
+            target_probs[:, j] = law_rows(self.target.probs_at(context))
+            if j < gamma:
+                draft_probs[:, j] = law_rows(self.draft.probs_at(context))
+                ids[:, j] = categorical(draft_probs[:, j], rng)
+                if order:
+                    context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
+        return VerifierDraw(ids, draft_probs, target_probs, index)
+
+
+@dataclass(frozen=True, eq=False)
+class GeneratorScenario:
+    """Inputs for a decode loop: models, gamma, how many tokens, and a set of prompts.
+
+    ``prompts`` is int [P, L] with ``-1`` padding; the checker tiles it to fill its batch.
+    """
+
+    name: str
+    target: CausalModel
+    draft: CausalModel
+    gamma: int
+    max_new_tokens: int
+    prompts: np.ndarray
+    description: str = ""
+    rows_per_call: int = 512
+
+    def __post_init__(self):
+        check_gamma(self.gamma)
+        if self.target.vocab_size != self.draft.vocab_size:
+            raise ValueError(f"scenario {self.name!r}: target and draft vocabularies differ.")
+        object.__setattr__(self, "prompts", as_token_array(self.prompts, vocab_size=self.target.vocab_size, name="prompts"))
+        if self.max_new_tokens < 1:
+            raise ValueError(f"scenario {self.name!r}: max_new_tokens must be >= 1.")
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.target.vocab_size)
+
+    @property
+    def enumerable(self) -> bool:
+        return self.prompts.shape[0] * self.vocab_size**self.max_new_tokens <= MAX_STEP_CELLS

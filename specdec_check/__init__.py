@@ -6,16 +6,21 @@ Chen et al. 2023). Notation: ``target_*`` is p, ``draft_*`` is q.
 """
 
 from . import exact, samplers, scenarios
+from .checker import CheckReport, Finding, check_generator, check_verifier
 from .models import CausalModel, ConstantModel, HashedMarkovModel, MarkovModel, MixtureModel, mix
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CausalModel",
+    "CheckReport",
     "ConstantModel",
+    "Finding",
     "HashedMarkovModel",
     "MarkovModel",
     "MixtureModel",
+    "check_generator",
+    "check_verifier",
     "exact",
     "mix",
     "samplers",

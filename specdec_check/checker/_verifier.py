@@ -265,8 +265,10 @@ class _ScenarioRun:
             dropped = no_final & (step.accepted < gamma)
             if dropped.any():
                 b = int(np.flatnonzero(dropped)[0])
-                self.fail("contract", "a row stops after a rejected draft without emitting the recovered token "
-                          "(lossy: the step then emits only accepted drafts)",
+                self.fail("impossible", "a row stops before its last draft with every emitted token equal to a draft "
+                          "and no final token: either the recovered token equals the rejected draft (impossible: "
+                          "a draft is rejected only where q(x) > p(x), so the residual is zero there) or the "
+                          "recovered token was dropped (lossy)",
                           {"row": b, "drafts": draw.draft_token_ids[b].tolist(), "output": out[b].tolist()})
                 self.stopped = True
                 return False

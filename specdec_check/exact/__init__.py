@@ -15,7 +15,7 @@ from ._enumerate import (
 )
 from ._outcomes import decode_emitted, encode_emitted, num_step_outcomes
 from ._recursion import acceptance_rate, marginals, pair_marginals, stationary_contexts
-from ._speed import exact_tokens_per_step, expected_speedup, expected_tokens_per_step, improves_walltime
+from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
 
 __all__ = [
     "acceptance_probabilities",
@@ -25,6 +25,7 @@ __all__ = [
     "encode_emitted",
     "exact_tokens_per_step",
     "expected_speedup",
+    "expected_target_calls",
     "expected_tokens_per_step",
     "improves_walltime",
     "joint",

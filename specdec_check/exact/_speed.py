@@ -7,7 +7,7 @@ import numpy as np
 from .._validation import check_gamma
 from ._enumerate import accepted_count_law
 
-__all__ = ["exact_tokens_per_step", "expected_speedup", "expected_tokens_per_step", "improves_walltime"]
+__all__ = ["exact_tokens_per_step", "expected_speedup", "expected_target_calls", "expected_tokens_per_step", "improves_walltime"]
 
 
 def _check_rate(value, name):
@@ -49,3 +49,52 @@ def exact_tokens_per_step(target, draft, gamma, prompt=None) -> float:
     """Exact expected tokens per step from ``prompt``, without the i.i.d. assumption: ``1 + E[K]``."""
     law = accepted_count_law(target, draft, gamma, prompt)
     return float(1.0 + law @ np.arange(law.size))
+
+
+def expected_target_calls(target, draft, gamma, max_new_tokens, prompt=None) -> float:
+    """Exact expected number of target calls (steps) to emit ``max_new_tokens`` tokens from ``prompt``.
+
+    Dynamic programming over (tokens emitted so far, last ``order`` tokens):
+    ``S(n, c) = 1 + sum_{m, c'} P(step emits m tokens ending in context c' | c) S(n + m, c')`` with
+    ``S(n, c) = 0`` for ``n >= max_new_tokens``; step laws from :func:`step_law`.
+    """
+    from ._enumerate import _prompt_array, step_law
+    from ..models._contexts import last_context_indices
+    from ._outcomes import decode_emitted
+
+    gamma = check_gamma(gamma)
+    vocab = target.vocab_size
+    order = max(target.order, draft.order)
+    prompt = _prompt_array(prompt, vocab)
+    cache = {}
+
+    def transitions(context):
+        """[((length, next_context), prob)] aggregated over the emitted strings of one step."""
+        if context not in cache:
+            law = step_law(target, draft, gamma, np.array([t for t in context if t < vocab], dtype=np.int64))
+            codes = np.flatnonzero(law > 0)
+            strings = decode_emitted(codes, vocab, gamma)
+            lengths = (strings >= 0).sum(axis=1)
+            head = np.where(np.array(context, dtype=np.int64) < vocab, np.array(context, dtype=np.int64), -1)
+            full = np.concatenate([np.broadcast_to(head, (codes.size, head.size)), strings], axis=1)
+            nxt = last_context_indices(full, order=order, vocab_size=vocab)
+            key = lengths.astype(np.int64)
+            for i in range(order):
+                key = key * (vocab + 1) + nxt[:, i]
+            uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            mass = np.bincount(inverse.reshape(-1), weights=law[codes])
+            cache[context] = [((int(lengths[f]), tuple(int(t) for t in nxt[f])), float(m)) for f, m in zip(first, mass)]
+        return cache[context]
+
+    memo = {}
+
+    def steps(n, context):
+        if n >= max_new_tokens:
+            return 0.0
+        key = (n, context)
+        if key not in memo:
+            memo[key] = 1.0 + sum(prob * steps(n + length, nxt) for (length, nxt), prob in transitions(context))
+        return memo[key]
+
+    start = tuple(int(t) for t in last_context_indices(prompt[None, :], order=order, vocab_size=vocab)[0])
+    return steps(0, start)

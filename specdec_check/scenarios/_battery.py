@@ -131,7 +131,7 @@ def default_generator_battery() -> list:
                           description="V=5 order 1, joint law of 4 tokens from 3 prompts (left padding)"),
         GeneratorScenario("order2-joint", order2_target, order2_draft, 3, 3, np.array([[-1, 1], [5, 6]]),
                           description="V=7 order 2, joint law of 3 tokens"),
-        GeneratorScenario("corpus-marginals", corpus_target, corpus_draft, 4, 8,
+        GeneratorScenario("corpus-marginals", corpus_target, corpus_draft, 2, 8,
                           np.array([[-1, -1, -1], [15, 11, 0], [-1, 0, 1]]),
                           description="corpus bigram w=0.5, per-position and adjacent-pair laws of 8 tokens"),
     ]

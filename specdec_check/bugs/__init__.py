@@ -1,0 +1,25 @@
+"""A catalogue of buggy speculative-decoding samplers, exact controls, and the mutation score.
+
+``VERIFIER_BUGS`` and ``GENERATOR_BUGS`` hold deliberately wrong verifiers and decode loops
+(each one change away from the reference, with its mechanism and the real report it
+reproduces where one exists); ``CONTROLS`` holds alternative exact verifiers that must
+pass. ``mutation_score()`` runs the checker on all of them; print the table with::
+
+    python -c "from specdec_check.bugs import mutation_score, format_mutation_table; print(format_mutation_table(mutation_score()))"
+"""
+
+from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry, catalogue, entry
+from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
+
+__all__ = [
+    "CONTROLS",
+    "CatalogueEntry",
+    "GENERATOR_BUGS",
+    "MutationRow",
+    "MutationScore",
+    "VERIFIER_BUGS",
+    "catalogue",
+    "entry",
+    "format_mutation_table",
+    "mutation_score",
+]

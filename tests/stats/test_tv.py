@@ -1,0 +1,63 @@
+"""Tests of tv_distance, expected_null_tv, tv_upper_bound."""
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from specdec_check.stats import expected_null_tv, tv_deviation_radius, tv_distance, tv_upper_bound
+
+
+class TestTvDistance:
+    def test_values(self):
+        assert tv_distance([5, 5], [0.5, 0.5]) == 0.0
+        assert tv_distance([10, 0], [0.5, 0.5]) == pytest.approx(0.5)
+        assert tv_distance([0, 0], [0.5, 0.5]) == 0.0
+
+    def test_bad_input(self):
+        with pytest.raises(ValueError, match="sum to 1"):
+            tv_distance([1, 1], [0.5, 0.4])
+
+
+class TestExpectedNullTv:
+    def test_matches_enumeration(self):
+        for probs, n in [(np.array([0.2, 0.3, 0.5]), 7), (np.array([0.01, 0.99]), 25), (np.array([0.25] * 4), 6)]:
+            k = len(probs)
+            outs = np.array([c for c in itertools.product(range(n + 1), repeat=k - 1) if sum(c) <= n])
+            counts = np.c_[outs, n - outs.sum(axis=1)]
+            pmf = stats.multinomial.pmf(counts, n, probs)
+            exact = (pmf * 0.5 * np.abs(counts / n - probs).sum(axis=1)).sum()
+            assert expected_null_tv(probs, n) == pytest.approx(exact, rel=1e-10)
+
+    def test_large_and_fast(self):
+        k = 10**6
+        p = np.arange(1, k + 1) ** -1.1
+        p /= p.sum()
+        v = expected_null_tv(p, 10**7)
+        assert 0 < v < 0.5
+        assert expected_null_tv(p, 0) == 0.0
+
+
+class TestTvUpperBound:
+    def test_coverage(self):
+        """TV(q, p) <= bound in >= 1 - delta of runs, for a q != p."""
+        rng = np.random.default_rng(1234)
+        k, n, delta, runs = 20, 500, 0.05, 4000
+        p = np.full(k, 1 / k)
+        q = rng.dirichlet(np.ones(k))
+        true_tv = 0.5 * np.abs(q - p).sum()
+        counts = rng.multinomial(n, q, size=runs)
+        fails = sum(tv_upper_bound(c, p, delta=delta) < true_tv for c in counts)
+        # bounds are conservative: P(fails > binom.isf(1e-6, runs, delta)) <= 1e-6
+        assert fails <= stats.binom.isf(1e-6, runs, delta)
+
+    def test_radius_is_min_of_weissman_and_mcdiarmid(self):
+        n, k, d = 10**6, 1000, 1e-3
+        w = np.sqrt((k * np.log(2) + np.log(1 / d)) / (2 * n))
+        m = 0.5 * np.sqrt((k - 1) / n) + np.sqrt(np.log(1 / d) / (2 * n))
+        assert tv_deviation_radius(n, k, d) == pytest.approx(min(w, m), rel=1e-6)
+        assert tv_deviation_radius(n, k, d) == pytest.approx(0.0177, abs=2e-4)  # statistics.md 2.3
+
+    def test_bad_delta(self):
+        with pytest.raises(ValueError, match="delta"):
+            tv_upper_bound([1, 1], [0.5, 0.5], delta=0)

@@ -26,7 +26,7 @@ class CountTally:
         self.alpha = alpha
         self.counts = np.zeros(self.probs.size, dtype=np.int64)
         self.sequential = stats.SequentialIdentityTest(self.probs, alpha=alpha / 2) if sequential else None
-        self.error: str | None = None
+        self.pending = None
 
     @property
     def n(self) -> int:
@@ -37,14 +37,27 @@ class CountTally:
         return self.sequential is not None and self.sequential.rejected
 
     def add_counts(self, counts: np.ndarray) -> None:
+        """Add a batch; the e-process is updated once the pending batch is 1/8 of what it has seen.
+
+        Looking at the e-process less often keeps it valid (any stopping time is allowed) and
+        keeps its cost logarithmic in the number of calls.
+        """
         self.counts += counts
         if self.sequential is not None and not self.sequential.rejected:
-            self.sequential.update(counts)
+            self.pending = counts if self.pending is None else self.pending + counts
+            if self.pending.sum() >= max(256, self.sequential.n // 8):
+                self.flush()
+
+    def flush(self) -> None:
+        if self.sequential is not None and self.pending is not None and not self.sequential.rejected:
+            self.sequential.update(self.pending)
+        self.pending = None
 
     def add_codes(self, codes: np.ndarray) -> None:
         self.add_counts(np.bincount(codes, minlength=self.probs.size))
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
+        self.flush()
         details = dict(extra_details or {})
         fixed_alpha = self.alpha / 2 if self.sequential is not None else self.alpha
         result = stats.identity_test(self.counts, self.probs, alpha=fixed_alpha)

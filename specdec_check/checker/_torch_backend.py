@@ -122,6 +122,18 @@ class TorchBackend(Backend):
             raise TypeError(f"the sampler returned dtype {arr.dtype}; token ids must be integers.")
         return arr.astype(np.int64)
 
+    @staticmethod
+    def same(a, b) -> bool:
+        """Whether two inputs are identical (shape, values, NaN == NaN); works for bfloat16 and any device."""
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            a, b = a.detach(), b.detach().to(a.device)
+            if a.dtype.is_floating_point:
+                return bool(((a == b) | (a.isnan() & b.isnan())).all())
+            return bool(torch.equal(a, b))
+        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
     def count_on_device(self, codes, minlength: int) -> np.ndarray:
         return count_on_device(codes, minlength)
 

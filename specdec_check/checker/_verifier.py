@@ -215,7 +215,8 @@ class _ScenarioRun:
         bins = mode.pit_bins
         planned_n = stats.samples_for(mode.design_tv, support_size=bins, alpha=per_check / 2)
         n_target = min(planned_n, mode.max_samples)
-        calls = int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call))))
+        cells_per_call = s.rows_per_call * (2 * s.gamma + 1) * s.vocab_size
+        calls = int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call), mode.max_cells // cells_per_call)))
         tallies = {}
         for name in ("first_token", "stop_conditional", "accepted_count", "step_law"):
             if name in self.plan:
@@ -367,7 +368,8 @@ class _ScenarioRun:
         label = "rows within a call" if within_call else "calls with fresh generators"
         alpha = self.ledger.spend(f"{s.name}/{check}/{'rows' if within_call else 'calls'}")
         hits, probs, n_calls = 0, [], 0
-        max_calls = max(4, self.mode.max_calls // 4)
+        cells_per_call = s.rows_per_call * (2 * s.gamma + 1) * s.vocab_size
+        max_calls = max(4, min(self.mode.max_calls // 4, int(self.mode.max_cells // (4 * cells_per_call))))
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
                 break

@@ -51,12 +51,13 @@ def exact_tokens_per_step(target, draft, gamma, prompt=None) -> float:
     return float(1.0 + law @ np.arange(law.size))
 
 
-def expected_target_calls(target, draft, gamma, max_new_tokens, prompt=None) -> float:
+def expected_target_calls(target, draft, gamma, max_new_tokens, prompt=None, *, with_variance=False):
     """Exact expected number of target calls (steps) to emit ``max_new_tokens`` tokens from ``prompt``.
 
     Dynamic programming over (tokens emitted so far, last ``order`` tokens):
     ``S(n, c) = 1 + sum_{m, c'} P(step emits m tokens ending in context c' | c) S(n + m, c')`` with
-    ``S(n, c) = 0`` for ``n >= max_new_tokens``; step laws from :func:`step_law`.
+    ``S(n, c) = 0`` for ``n >= max_new_tokens``; step laws from :func:`step_law`. With
+    ``with_variance`` returns ``(mean, variance)`` (the second moment by the same recursion).
     """
     from ._enumerate import _prompt_array, step_law
     from ..models._contexts import last_context_indices
@@ -88,13 +89,20 @@ def expected_target_calls(target, draft, gamma, max_new_tokens, prompt=None) -> 
 
     memo = {}
 
-    def steps(n, context):
+    def moments(n, context):
+        """(E[S], E[S^2]) of the remaining number of steps: S = 1 + S' after one step."""
         if n >= max_new_tokens:
-            return 0.0
+            return 0.0, 0.0
         key = (n, context)
         if key not in memo:
-            memo[key] = 1.0 + sum(prob * steps(n + length, nxt) for (length, nxt), prob in transitions(context))
+            first = second = 0.0
+            for (length, nxt), prob in transitions(context):
+                m1, m2 = moments(n + length, nxt)
+                first += prob * (1.0 + m1)
+                second += prob * (1.0 + 2.0 * m1 + m2)
+            memo[key] = (first, second)
         return memo[key]
 
     start = tuple(int(t) for t in last_context_indices(prompt[None, :], order=order, vocab_size=vocab)[0])
-    return steps(0, start)
+    mean, second = moments(0, start)
+    return (mean, max(second - mean * mean, 0.0)) if with_variance else mean

@@ -120,13 +120,23 @@ def default_verifier_battery() -> list:
     return battery
 
 
+def _sharp_pair(*, seed):
+    rng = np.random.default_rng(seed)
+    table = _dirichlet_table(rng, 4, 1, 0.15)
+    target = MarkovModel(table)
+    return target, mix(target, MarkovModel(_dirichlet_table(rng, 4, 1, 1.0)), 0.95)
+
+
 def default_generator_battery() -> list:
     """The checker's default decode-loop scenarios (joint law where enumerable, marginals otherwise)."""
     corpus_target, corpus_draft = corpus_bigram(0.5)
     small_target, small_draft = markov_pair("low-acceptance", vocab_size=5, order=1, seed=11)
     order2_target, order2_draft = markov_pair("high-acceptance", vocab_size=7, order=2, seed=12)
     prompts_small = np.array([[-1, -1], [-1, 3], [2, 4]])
+    sharp_target, sharp_draft = _sharp_pair(seed=13)
     return [
+        GeneratorScenario("high-acceptance-joint", sharp_target, sharp_draft, 2, 6, np.array([[-1], [1]]),
+                          description="V=4 order 1, joint law of 6 tokens; peaked target, draft 0.95 target + 0.05 noise"),
         GeneratorScenario("small-joint", small_target, small_draft, 2, 4, prompts_small,
                           description="V=5 order 1, joint law of 4 tokens from 3 prompts (left padding)"),
         GeneratorScenario("order2-joint", order2_target, order2_draft, 3, 3, np.array([[-1, 1], [5, 6]]),

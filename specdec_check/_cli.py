@@ -1,0 +1,438 @@
+"""The ``specdec-check`` command line (also ``python -m specdec_check``).
+
+Subcommands: ``verify``, ``generate``, ``mutants``, ``demo``, ``report``.
+Exit status: 0 passed, 1 failed (including a sampler that raises), 2 usage error (bad
+option, unimportable callable, unreadable report), each reported on one line; 3 is an
+internal error of specdec-check itself (with its traceback). Heavy modules (the checker,
+matplotlib, torch) are imported only by the subcommand that needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["DEFAULT_SAMPLERS", "TqdmProgress", "UsageError", "default_report_dir", "main", "make_progress",
+           "resolve_callable"]
+
+PROG = "specdec-check"
+
+#: The bundled reference samplers checked when no callable is given: (command, backend) -> path.
+DEFAULT_SAMPLERS = {
+    ("verify", "numpy"): "specdec_check.samplers:numpy_verify",
+    ("verify", "torch"): "specdec_check.samplers:torch_verify",
+    ("generate", "numpy"): "specdec_check.samplers:numpy_generate",
+    ("generate", "torch"): "specdec_check.samplers:torch_generate",
+}
+
+MODES = ("quick", "default", "thorough")
+BACKENDS = ("numpy", "torch")
+REPORT_FORMATS = ("json", "md", "html")
+
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A mistake on the command line: reported on one line, exit status 2."""
+
+
+class _ParseError(UsageError):
+    """An error found by argparse (gets a ``--help`` hint)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) raised as :class:`UsageError`."""
+
+    def error(self, message):
+        raise _ParseError(message)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def resolve_callable(path: str):
+    """Import ``module:attr`` (or ``module.attr``) and return the callable; :class:`UsageError` otherwise."""
+    import pkgutil
+
+    if os.getcwd() not in sys.path and "" not in sys.path:  # console scripts do not add the cwd
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj = pkgutil.resolve_name(path)
+    except Exception as exc:  # ImportError, AttributeError, ValueError, or whatever the module raises
+        detail = " ".join(str(exc).split())
+        raise UsageError(f"cannot import {path!r}: {type(exc).__name__}: {detail}") from None
+    return obj
+
+
+def _resolve_sampler(path: str):
+    obj = resolve_callable(path)
+    if not callable(obj):
+        raise UsageError(f"{path!r} is not callable (it is a {type(obj).__name__})")
+    return obj
+
+
+def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy", root="reports") -> Path:
+    """``reports/<name>-<mode>-seed<seed>``, the name taken from the callable's last component."""
+    name = re.split(r"[:.]", path.strip())[-1] or "sampler"
+    if backend != "numpy" and backend not in name:
+        name = f"{name}-{backend}"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "sampler"
+    return Path(root) / f"{name}-{mode}-seed{seed}"
+
+
+class TqdmProgress:
+    """Adapter from the checker's ``progress(done, total, label)`` to a tqdm bar on stderr.
+
+    The bar is created on the first call; tqdm's ``disable=None`` keeps it silent when
+    stderr is not a terminal. Call :meth:`close` when the run ends.
+    """
+
+    def __init__(self, *, file=None, disable=None, desc: str = ""):
+        self._file = file if file is not None else sys.stderr
+        self._disable = disable
+        self._desc = desc
+        self._bar = None
+
+    def __call__(self, done: int, total: int, label: str = "") -> None:
+        from tqdm import tqdm
+
+        if self._bar is None:
+            self._bar = tqdm(total=total, file=self._file, disable=self._disable, desc=self._desc, leave=False,
+                             dynamic_ncols=True, unit="step")
+        if total is not None and total != self._bar.total:
+            self._bar.total = total
+        if label:
+            self._bar.set_postfix_str(str(label), refresh=False)
+        self._bar.update(max(0, int(done) - self._bar.n))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def make_progress(enabled: bool = True, *, desc: str = ""):
+    """A :class:`TqdmProgress`, or ``None`` when disabled, tqdm is missing or stderr is not a terminal."""
+    if not enabled:
+        return None
+    isatty = getattr(sys.stderr, "isatty", None)
+    if not (isatty and isatty()):
+        return None
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return None
+    return TqdmProgress(desc=desc)
+
+
+def _checks(text):
+    if text is None:
+        return None
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of check names")
+    return names
+
+
+def _formats(text):
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    bad = [n for n in names if n not in REPORT_FORMATS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"choose from {','.join(REPORT_FORMATS)} (comma-separated); got {text!r}")
+    return names
+
+
+def _seed(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer; got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer; got {text!r}")
+    return value
+
+
+def _positive(text):
+    value = _seed(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a positive integer; got 0")
+    return value
+
+
+def _probability(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1); got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1); got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _add_check_options(sub, command: str):
+    numpy_default, torch_default = DEFAULT_SAMPLERS[(command, "numpy")], DEFAULT_SAMPLERS[(command, "torch")]
+    sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
+                     help=f"the {'verifier' if command == 'verify' else 'decode loop'} to check "
+                          f"(default: {numpy_default}; with --backend torch: {torch_default})")
+    sub.add_argument("--mode", choices=MODES, default="default", help="how hard to look (default: %(default)s)")
+    sub.add_argument("--backend", choices=BACKENDS, default="numpy", help="array backend (default: %(default)s)")
+    sub.add_argument("--device", default=None, help="torch device, e.g. cuda:0 (torch backend)")
+    sub.add_argument("--dtype", default=None, help="dtype the sampler sees, e.g. float32 (default: the backend's)")
+    sub.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default: %(default)s)")
+    sub.add_argument("--alpha", type=_probability, default=1e-6,
+                     help="false-alarm budget of the whole run (default: %(default)g)")
+    sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
+                     help="run only these checks (default: all)")
+    sub.add_argument("--scenarios", default=None, metavar="MODULE:ATTR",
+                     help="a scenario list, or a callable returning one (default: the built-in battery)")
+    sub.add_argument("--scenario", dest="scenario_names", action="append", default=None, metavar="NAME",
+                     help="run only the scenario(s) of this name; repeatable (e.g. to reproduce a finding)")
+    sub.add_argument("--report", default=None, metavar="DIR", type=Path,
+                     help="report folder (default: reports/<callable>-<mode>-seed<seed>)")
+    sub.add_argument("--format", dest="formats", type=_formats, default=REPORT_FORMATS, metavar="FMT[,FMT...]",
+                     help="report files to write: json,md,html (default: all)")
+    sub.add_argument("--no-report", action="store_true", help="write no report files")
+    sub.add_argument("--no-plots", action="store_true", help="leave the figures out of report.html")
+    sub.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sub.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = _Parser(
+        prog=PROG,
+        description="Statistical exactness checks for speculative-decoding samplers.",
+        epilog="Exit status: 0 passed, 1 failed, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    verify = sub.add_parser("verify", help="check a verifier (one step's accept/reject kernel)",
+                            description="Check that a verifier reproduces the target law exactly; print a verdict "
+                                        "table and write report.json/.md/.html.",
+                            epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+    _add_check_options(verify, "verify")
+
+    generate = sub.add_parser("generate", help="check a decode loop",
+                              description="Check that a speculative decode loop samples the target's joint law "
+                                          "exactly; print a verdict table and write the report.",
+                              epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+    _add_check_options(generate, "generate")
+
+    mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
+                             description="Run the checker on every catalogued bug and exact control and print "
+                                         "the mutation table.",
+                             epilog="Exit status: 0 every bug detected and every control passed, 1 otherwise, "
+                                    "2 usage error.")
+    mutants.add_argument("names", nargs="*", metavar="NAME", help="catalogue entries to run (default: all)")
+    mutants.add_argument("--mode", choices=MODES, default="default", help="checker mode (default: %(default)s)")
+    mutants.add_argument("--seed", type=_seed, default=0, help="checker seed (default: %(default)s)")
+    mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    demo = sub.add_parser("demo", help="the corpus-bigram figures",
+                          description="Speculative decoding on the corpus-bigram scenario: measured against exact "
+                                      "acceptance, tokens per step and speedup.")
+    demo.add_argument("--tokens", type=_positive, default=200_000, help="tokens to generate (default: %(default)s)")
+    demo.add_argument("--seed", type=_seed, default=0, help="seed (default: %(default)s)")
+
+    report = sub.add_parser("report", help="re-render a saved report.json",
+                            description="Validate a saved report.json and render it again as Markdown and/or HTML "
+                                        "(nothing is re-run).",
+                            epilog="Exit status: the saved verdict (0 passed, 1 failed); 2 when the file cannot be "
+                                   "read or is not a valid report.")
+    report.add_argument("path", metavar="REPORT.json", type=Path, help="a report.json (or the folder holding one)")
+    report.add_argument("--format", dest="formats", choices=("md", "html"), action="append", default=None,
+                        help="format to render; repeatable (default: md and html)")
+    report.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="folder to write into (default: the folder of REPORT.json)")
+    report.add_argument("--stdout", action="store_true", help="print the rendered document instead of writing it")
+    report.add_argument("--no-plots", action="store_true", help="leave the figures out of the HTML")
+    return parser
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _scenarios(path, names, command):
+    """The scenarios to run: from ``--scenarios`` (or the default battery), filtered by ``--scenario``."""
+    if path is None and not names:
+        return None
+    if path is None:
+        from . import scenarios as bundled
+
+        found = tuple(bundled.default_verifier_battery() if command == "verify" else bundled.default_generator_battery())
+    else:
+        obj = resolve_callable(path)
+        if callable(obj):
+            obj = obj()
+        try:
+            found = tuple(obj)
+        except TypeError:
+            raise UsageError(f"{path!r} is neither a scenario list nor a callable returning one") from None
+    if names:
+        known = [getattr(s, "name", None) for s in found]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise UsageError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; choose from {', '.join(known)}")
+        found = tuple(s for s in found if s.name in names)
+    return found
+
+
+def _run_check(args) -> int:
+    path = args.callable or DEFAULT_SAMPLERS[(args.command, args.backend)]
+    sampler = _resolve_sampler(path)
+    scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
+    if args.command == "verify":
+        from .checker import check_verifier as check
+    else:
+        from .checker import check_generator as check
+    progress = make_progress(not args.no_progress, desc=args.command)
+    try:
+        report = check(sampler, scenarios=scenarios, mode=args.mode, backend=args.backend, seed=args.seed,
+                       alpha=args.alpha, progress=progress, checks=args.checks, device=args.device, dtype=args.dtype)
+    except Exception as exc:
+        if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
+            print(f"{PROG} {args.command}: the sampler {path} raised {type(exc).__name__}: "
+                  f"{' '.join(str(exc).split())}", file=sys.stderr)
+            return EXIT_FAILED
+        if isinstance(exc, (TypeError, ValueError, ImportError)):
+            # Raised before anything runs: a callable that breaks the contract, an unknown
+            # check, a missing backend.
+            raise UsageError(f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+    data = report.to_dict()
+    _emit(data, args)
+    if not args.no_report:
+        from .report import write_report
+
+        directory = args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend)
+        written = write_report(data, directory, formats=args.formats, plots=not args.no_plots)
+        for fmt in REPORT_FORMATS:
+            if fmt in written:
+                print(f"report: {written[fmt]}")
+    return EXIT_PASSED if data.get("passed") else EXIT_FAILED
+
+
+def _raised_by(sampler, exc) -> bool:
+    """Whether ``exc`` came out of the sampler's own code (its frame is on the traceback)."""
+    import inspect
+
+    target = inspect.unwrap(sampler)
+    code = getattr(target, "__code__", None) or getattr(getattr(type(target), "__call__", None), "__code__", None)
+    if code is None:
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _emit(data, args):
+    if getattr(args, "quiet", False):
+        print(f"{data.get('sampler')}: {str(data.get('verdict')).upper()}")
+        return
+    from .report import render_text
+
+    print(render_text(data))
+
+
+def _run_mutants(args) -> int:
+    from .bugs import format_mutation_table, mutation_score
+
+    progress = make_progress(not args.no_progress, desc="mutants")
+    try:
+        score = mutation_score(args.mode, seed=args.seed, names=args.names or None, progress=progress)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0]) if exc.args else "unknown catalogue entry") from None
+    finally:
+        if progress is not None:
+            progress.close()
+    print(format_mutation_table(score))
+    return int(score.exit_code)
+
+
+def _run_demo(args) -> int:
+    try:
+        from ._demo import run_demo
+    except ImportError as exc:
+        raise UsageError(f"the demo is not available: {type(exc).__name__}: {exc}") from None
+    return int(run_demo(tokens=args.tokens, seed=args.seed, out=sys.stdout) or 0)
+
+
+def _run_report(args) -> int:
+    from .report import FORMATS, load_report, render_html, render_markdown
+    from .report._atomic import atomic_write_text
+
+    try:
+        data = load_report(args.path)
+    except (OSError, ValueError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        where = f"{args.path}: " if isinstance(exc, OSError) else ""
+        raise UsageError(f"cannot read report {where}{' '.join(str(message).split())}") from None
+    formats = list(dict.fromkeys(args.formats or ("md", "html")))
+    render = {"md": render_markdown, "html": lambda d: render_html(d, plots=not args.no_plots)}
+    if args.stdout:
+        if len(formats) != 1:
+            raise UsageError("--stdout needs exactly one --format")
+        sys.stdout.write(render[formats[0]](data))
+    else:
+        path = args.path / FORMATS["json"] if args.path.is_dir() else args.path
+        out = args.out or path.parent
+        print(_text(data))
+        for fmt in formats:
+            print(f"report: {atomic_write_text(Path(out) / FORMATS[fmt], render[fmt](data))}")
+    return EXIT_PASSED if data.get("passed") else EXIT_FAILED
+
+
+def _text(data):
+    from .report import render_text
+
+    return render_text(data)
+
+
+_COMMANDS = {"verify": _run_check, "generate": _run_check, "mutants": _run_mutants, "demo": _run_demo,
+             "report": _run_report}
+
+
+def main(argv=None) -> int:
+    """Run the command line; return the exit status (0 passed, 1 failed, 2 usage error, 3 internal error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help / --version
+            return int(exc.code or 0)
+        return _COMMANDS[args.command](args)
+    except UsageError as exc:
+        prefix = PROG if not argv or argv[0] not in _COMMANDS else f"{PROG} {argv[0]}"
+        hint = f" (see '{prefix} --help')" if isinstance(exc, _ParseError) else ""
+        print(f"{prefix}: error: {exc}{hint}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `specdec-check ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_PASSED
+    except Exception as exc:  # a bug in specdec-check itself: traceback, then one line, exit 3
+        import traceback
+
+        traceback.print_exc()
+        print(f"{PROG}: internal error: {type(exc).__name__}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -1,0 +1,20 @@
+"""Adapters from popular speculative-sampling kernels to the verifier contract.
+
+Each ``from_*`` takes the peer's function (or bound method) and returns
+``verify(*, draft_token_ids, draft_probs, target_probs, generator) -> int64 [B, gamma+1]``
+for ``check_verifier(..., backend="torch")``. Conventions handled for you:
+
+* :func:`from_vllm_v0` -- vLLM v0 ``RejectionSampler.forward`` (bonus sampled outside, per-row generators);
+* :func:`from_flashinfer` -- FlashInfer ``chain_speculative_sampling`` (int32 ids, tuple result);
+* :func:`from_hf_transformers` -- HF ``_speculative_sampling`` (logits, batch 1, global RNG);
+* :func:`from_gpt_fast` -- gpt-fast-style step (Chen et al. names: q is the target, p the draft).
+
+The peers' packages are never imported here: you pass their function in.
+"""
+
+from ._flashinfer import from_flashinfer
+from ._gpt_fast import from_gpt_fast
+from ._hf import from_hf_transformers
+from ._vllm import from_vllm_v0
+
+__all__ = ["from_flashinfer", "from_gpt_fast", "from_hf_transformers", "from_vllm_v0"]

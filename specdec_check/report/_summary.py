@@ -1,0 +1,162 @@
+"""What every renderer shows: the per-check verdict rows, number formats, efficiency rows."""
+
+from __future__ import annotations
+
+import json
+import math
+
+__all__ = [
+    "check_rows",
+    "efficiency_rows",
+    "evidence_text",
+    "fmt_count",
+    "fmt_num",
+    "fmt_p",
+    "settings_rows",
+    "test_rows",
+]
+
+DASH = "—"
+EVIDENCE_LIMIT = 4000
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_num(x, digits: int = 3) -> str:
+    """A compact number: ``—`` for missing, integers with separators, floats to ``digits`` significant figures."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return DASH
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_count(x) -> str:
+    return DASH if x is None else f"{int(x):,}"
+
+
+def fmt_p(pvalue, evalue) -> str:
+    """``p = 0.31`` or ``e = 2.1`` (or both) or ``—``."""
+    parts = []
+    if _finite(pvalue):
+        parts.append(f"p = {pvalue:.3g}")
+    if _finite(evalue):
+        parts.append(f"e = {evalue:.3g}")
+    return ", ".join(parts) or DASH
+
+
+def _max(values):
+    values = [v for v in values if _finite(v)]
+    return max(values) if values else None
+
+
+def _min(values):
+    values = [v for v in values if _finite(v)]
+    return min(values) if values else None
+
+
+def check_rows(data: dict) -> list[dict]:
+    """One row per check, across scenarios: the verdict table at the top of a report.
+
+    A check passes when all its tests pass and no *failure* finding names it. It shows
+    the smallest p-value, the largest e-value, the largest (worst) minimum detectable
+    TV, the largest certified TV bound and the samples its tests used.
+    """
+    order = list(data.get("checks") or [])
+    for record in data.get("results", []):
+        if record.get("check") not in order:
+            order.append(record.get("check"))
+    for finding in data.get("findings", []):
+        if finding.get("check") not in order:
+            order.append(finding.get("check"))
+    rows = []
+    for check in order:
+        records = [r for r in data.get("results", []) if r.get("check") == check]
+        findings = [f for f in data.get("findings", []) if f.get("check") == check]
+        failures = [f for f in findings if f.get("kind") == "failure"]
+        inefficient = [f for f in findings if f.get("kind") == "inefficiency"]
+        rejected = [r for r in records if not r.get("passed", True)]
+        passed = not rejected and not failures
+        if passed:
+            status = "inefficient" if inefficient else "passed"
+        else:
+            status = "FAILED"
+        rows.append(
+            {
+                "check": check,
+                "status": status,
+                "passed": passed,
+                "tests": len(records),
+                "rejected": len(rejected),
+                "pvalue": _min(r.get("pvalue") for r in records),
+                "evalue": _max(r.get("evalue") for r in records),
+                "min_detectable_tv": _max(r.get("min_detectable_tv") for r in records),
+                "tv_upper": _max(r.get("tv_upper") for r in records),
+                "samples": sum(int(r.get("n") or 0) for r in records),
+                "methods": sorted({str(r.get("method")) for r in records if r.get("method")}),
+            }
+        )
+    return rows
+
+
+def test_rows(data: dict) -> list[dict]:
+    """The per-(scenario, check) test records, failed ones first, otherwise in run order."""
+    results = list(data.get("results", []))
+    return sorted(results, key=lambda r: bool(r.get("passed", True)))
+
+
+def efficiency_rows(data: dict) -> list[dict]:
+    """Per scenario: measured against exact acceptance and tokens per step, and Equation 1."""
+    from ..exact import expected_tokens_per_step
+
+    rows = []
+    for s in data.get("scenarios", []):
+        alpha = s.get("acceptance_measured")
+        eq1 = None
+        if _finite(alpha) and 0.0 <= alpha <= 1.0 and isinstance(s.get("gamma"), int):
+            try:
+                eq1 = expected_tokens_per_step(alpha, s["gamma"])
+            except ValueError:
+                eq1 = None
+        rows.append({**s, "eq1_at_measured": eq1})
+    return rows
+
+
+def settings_rows(data: dict) -> list[tuple[str, str]]:
+    """(label, value) pairs describing the run."""
+    device = data.get("device")
+    rows = [
+        ("kind", str(data.get("kind"))),
+        ("sampler", str(data.get("sampler"))),
+        ("mode", str(data.get("mode"))),
+        ("backend", str(data.get("backend")) + (f" on {device}" if device else "")),
+        ("dtype", f"{data.get('dtype')} (impossible-event tolerance {fmt_num(data.get('tolerance'))})"),
+        ("seed", str(data.get("seed"))),
+        (
+            "false-alarm budget",
+            f"{fmt_num(data.get('alpha'))} for the run, {fmt_num(data.get('alpha_per_check'))} per check",
+        ),
+        ("design TV", fmt_num(data.get("design_tv"))),
+        ("samples", fmt_count(data.get("samples_used"))),
+        ("elapsed", f"{fmt_num(data.get('elapsed_s'))} s"),
+        ("report version", str(data.get("report_version"))),
+    ]
+    return rows
+
+
+def evidence_text(evidence, limit: int = EVIDENCE_LIMIT) -> str:
+    """The evidence dict as indented JSON, cut at ``limit`` characters."""
+    if isinstance(evidence, dict):
+        body = ",\n".join(
+            f"  {json.dumps(str(k))}: {json.dumps(v, sort_keys=True, default=str)}" for k, v in sorted(evidence.items())
+        )
+        text = "{\n" + body + "\n}"
+    else:
+        text = json.dumps(evidence, sort_keys=True, default=str)
+    if len(text) > limit:
+        text = text[:limit] + f"\n... ({len(text) - limit:,} more characters in report.json)"
+    return text

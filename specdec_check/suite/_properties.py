@@ -1,0 +1,391 @@
+"""The properties of the installed suite, as plain functions plus the strategies that feed them.
+
+Each property takes the sampler, keyword arguments drawn by Hypothesis, the
+example's ``seed`` (drawn, never hidden entropy, so failures replay and shrink),
+its ``alpha`` (from the run's ledger) and the checker ``options`` (backend,
+device, dtype). It returns nothing and raises ``AssertionError`` with the
+evidence and a one-line repro when the sampler is wrong.
+
+Statistical properties call :func:`specdec_check.checker.check_verifier` /
+``check_generator`` restricted to one check in ``mode="quick"``; structural ones
+(identical rows, disjoint supports, determinism, the output contract) look at
+the sampler's outputs directly and spend no alpha.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from hypothesis import note
+from hypothesis import strategies as st
+
+from specdec_check.strategies import ModelPair, VerifierInputs, markov_model_pairs, verifier_inputs
+
+__all__ = [
+    "GENERATOR_PROPERTIES",
+    "VERIFIER_PROPERTIES",
+    "Check",
+    "GeneratorCase",
+    "Property",
+    "generator_cases",
+    "seeds",
+]
+
+#: Rows per verifier call in statistical properties: the drawn rows are tiled to this many.
+ROWS_PER_CALL = 64
+#: Mode of the checker inside each example (each example is small; power comes from many examples).
+MODE = "quick"
+
+
+def seeds() -> st.SearchStrategy[int]:
+    """The sampler's seed for one example (shrinks towards 0)."""
+    return st.integers(0, 2**32 - 1)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _name(sampler) -> str:
+    from specdec_check.checker._callables import qualified_name
+
+    return qualified_name(sampler)
+
+
+def _array_src(arr: np.ndarray) -> str:
+    return f"np.array({np.asarray(arr).tolist()!r})"
+
+
+def _options_src(options: dict) -> str:
+    return "".join(f", {k}={v!r}" for k, v in options.items() if v is not None and not (k == "backend" and v == "numpy"))
+
+
+def _fail(title: str, evidence: dict, repro: str, report=None):
+    lines = [title]
+    lines += [f"  {k}: {v}" for k, v in evidence.items()]
+    if report is not None:
+        lines.append(report.summary())
+    lines.append(f"repro: {repro}")
+    raise AssertionError("\n".join(lines))
+
+
+def _backend(options: dict):
+    from specdec_check.checker import make_backend
+
+    return make_backend(options.get("backend") or "numpy", device=options.get("device"), dtype=options.get("dtype"))
+
+
+def _snapshot(value):
+    return value.clone() if hasattr(value, "clone") else np.array(value, copy=True)
+
+
+def _same(a, b) -> bool:
+    a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def _call_verifier(verify, inputs: VerifierInputs, seed: int, options: dict) -> tuple[np.ndarray, list]:
+    """Call ``verify`` on the inputs in the backend's form; returns the host output and the inputs it modified."""
+    backend = _backend(options)
+    kwargs = backend.verifier_inputs(**inputs.kwargs())
+    before = {k: _snapshot(v) for k, v in kwargs.items()}
+    out = verify(**kwargs, generator=backend.generator(seed))
+    mutated = [k for k in kwargs if not _same(kwargs[k], before[k])]
+    return np.asarray(backend.to_host(out)), mutated
+
+
+def _structural_repro(verify, inputs: VerifierInputs, seed: int, options: dict) -> str:
+    return (
+        "python -c \"import numpy as np, pkgutil; from specdec_check.checker import make_backend; "
+        f"b = make_backend({options.get('backend') or 'numpy'!r}, device={options.get('device')!r}, "
+        f"dtype={options.get('dtype')!r}); v = pkgutil.resolve_name({_name(verify)!r}); "
+        f"print(v(**b.verifier_inputs(np.array({inputs.draft_token_ids.tolist()!r}), "
+        f"{_array_src(inputs.draft_probs)}, {_array_src(inputs.target_probs)}), generator=b.generator({seed})))\""
+    )
+
+
+def _rows_scenario(inputs: VerifierInputs):
+    from specdec_check.scenarios import VerifierScenario
+
+    reps = -(-ROWS_PER_CALL // inputs.rows)
+    target = np.tile(inputs.target_probs, (reps, 1, 1))[:ROWS_PER_CALL]
+    draft = np.tile(inputs.draft_probs, (reps, 1, 1))[:ROWS_PER_CALL]
+    return VerifierScenario.from_rows(f"suite-{inputs.case}", target_probs=target, draft_probs=draft,
+                                      description=f"{inputs.rows} drawn rows tiled to {ROWS_PER_CALL}"), reps
+
+
+def _check_verifier(verify, inputs: VerifierInputs, check: str, *, seed: int, alpha: float, options: dict,
+                    fail_on=("failure",)) -> None:
+    from specdec_check.checker import check_verifier
+
+    scenario, reps = _rows_scenario(inputs)
+    report = check_verifier(verify, scenarios=[scenario], mode=MODE, checks=[check], seed=seed, alpha=alpha,
+                            **{k: v for k, v in options.items() if v is not None})
+    note(f"{check}: {inputs!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
+    bad = [f for f in report.findings if f.kind in fail_on]
+    if bad:
+        repro = (
+            "python -c \"import numpy as np, pkgutil; from specdec_check.checker import check_verifier; "
+            "from specdec_check.scenarios import VerifierScenario; "
+            f"v = pkgutil.resolve_name({_name(verify)!r}); "
+            f"s = VerifierScenario.from_rows('repro', target_probs=np.tile({_array_src(inputs.target_probs)}, "
+            f"({reps}, 1, 1))[:{ROWS_PER_CALL}], draft_probs=np.tile({_array_src(inputs.draft_probs)}, "
+            f"({reps}, 1, 1))[:{ROWS_PER_CALL}]); "
+            f"print(check_verifier(v, scenarios=[s], mode={MODE!r}, checks=[{check!r}], seed={seed}, "
+            f"alpha={alpha!r}{_options_src(options)}).summary())\""
+        )
+        evidence = {"inputs": repr(inputs), "seed": seed, "alpha": f"{alpha:.3g}"}
+        for f in bad:
+            evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
+        _fail(f"{_name(verify)} fails the {check!r} property", evidence, repro, report)
+
+
+# --------------------------------------------------------------------------- verifier properties
+
+def _statistical(check: str, fail_on=("failure",)):
+    def run(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
+        _check_verifier(verify, inputs, check, seed=seed, alpha=alpha, options=options, fail_on=fail_on)
+
+    run.__name__ = f"verifier_{check}"
+    return run
+
+
+def verifier_contract(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
+    """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched."""
+    out, mutated = _call_verifier(verify, inputs, seed, options)
+    repro = _structural_repro(verify, inputs, seed, options)
+    ids, q, p = inputs.draft_token_ids, inputs.draft_probs, inputs.target_probs
+    batch, gamma = ids.shape
+    ev = {"inputs": repr(inputs), "seed": seed, "output": out.tolist()}
+    if out.shape != (batch, gamma + 1) or not np.issubdtype(out.dtype, np.integer):
+        _fail(f"output must be int [B, gamma+1] = {(batch, gamma + 1)}; got {out.dtype} {out.shape}", ev, repro)
+    if mutated:
+        _fail(f"the verifier modified its input(s) {mutated} in place", ev, repro)
+    backend = _backend(options)
+    p, q = backend.law_rows(p), backend.law_rows(q)
+    tol = backend.tolerance
+    for b in range(batch):
+        row = out[b]
+        k = 0
+        while k < gamma and row[k] == ids[b, k]:
+            k += 1
+        if k < gamma + 1:
+            y = int(row[k])
+            if y == -1 and k > 0:
+                _fail(f"row {b}: the output repeats the first {k} draft(s) and then stops: either the bonus/recovered "
+                      "token is missing, or the token drawn after a rejection equals the rejected draft (impossible: "
+                      "the residual max(0, p - q) is zero at a rejected draft)", ev, repro)
+            if not 0 <= y < inputs.vocab_size:
+                _fail(f"row {b}: after {k} accepted drafts expected a token in [0, {inputs.vocab_size}), got {y}",
+                      ev, repro)
+            law = np.maximum(p[b, k] - q[b, k], 0.0) if k < gamma else p[b, gamma]
+            if not law[y] > tol * max(1.0, float(p[b, k].max())):
+                where = "residual max(0, p - q)" if k < gamma else "bonus law p"
+                _fail(f"row {b}: token {y} after {k} accepted drafts has zero mass under the {where}",
+                      {**ev, "law": law.tolist()}, repro)
+            if (row[k + 1:] != -1).any():
+                _fail(f"row {b}: tokens after the recovered/bonus token must be -1 padding", ev, repro)
+        for i in range(k):
+            if p[b, i, ids[b, i]] <= 0:
+                _fail(f"row {b}: draft {int(ids[b, i])} at position {i} was accepted but has target probability 0",
+                      ev, repro)
+
+
+def verifier_identical_accepts_all(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
+    """Target == draft: every draft is accepted and the bonus token has positive target probability."""
+    out, _ = _call_verifier(verify, inputs, seed, options)
+    gamma = inputs.gamma
+    ok = out.shape == (inputs.rows, gamma + 1) and np.array_equal(out[:, :gamma], inputs.draft_token_ids)
+    if ok:
+        bonus = out[:, gamma]
+        ok = bool(((bonus >= 0) & (bonus < inputs.vocab_size)).all()) and bool(
+            (inputs.target_probs[np.arange(inputs.rows), gamma, np.clip(bonus, 0, inputs.vocab_size - 1)] > 0).all())
+    if not ok:
+        _fail("with target == draft every draft must be accepted, then a bonus token drawn from the last target row",
+              {"inputs": repr(inputs), "seed": seed, "drafts": inputs.draft_token_ids.tolist(), "output": out.tolist()},
+              _structural_repro(verify, inputs, seed, options))
+
+
+def verifier_disjoint_rejects_first(verify, *, inputs: VerifierInputs, seed: int, alpha: float,
+                                    options: dict) -> None:
+    """Disjoint supports: the first draft is rejected and the recovered token comes from the target's support."""
+    out, _ = _call_verifier(verify, inputs, seed, options)
+    ok = out.shape == (inputs.rows, inputs.gamma + 1) and bool((out[:, 1:] == -1).all())
+    if ok:
+        first = out[:, 0]
+        ok = bool(((first >= 0) & (first < inputs.vocab_size)).all()) and bool(
+            (inputs.target_probs[np.arange(inputs.rows), 0, np.clip(first, 0, inputs.vocab_size - 1)] > 0).all())
+    if not ok:
+        _fail("with disjoint supports the first draft (target probability 0) must be rejected and exactly one token "
+              "with positive target probability emitted",
+              {"inputs": repr(inputs), "seed": seed, "drafts": inputs.draft_token_ids.tolist(), "output": out.tolist()},
+              _structural_repro(verify, inputs, seed, options))
+
+
+def verifier_determinism(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
+    """Two calls from the same generator state on the same inputs give the same output."""
+    first, _ = _call_verifier(verify, inputs, seed, options)
+    second, _ = _call_verifier(verify, inputs, seed, options)
+    if first.shape != second.shape or not np.array_equal(first, second):
+        _fail("two calls with the same generator state gave different outputs: the verifier draws randomness "
+              "other than from its generator argument",
+              {"inputs": repr(inputs), "seed": seed, "first": first.tolist(), "second": second.tolist()},
+              _structural_repro(verify, inputs, seed, options))
+
+
+@dataclass(frozen=True)
+class Property:
+    """One property of the suite: its runner, the strategies of its inputs, and whether it spends alpha."""
+
+    name: str
+    kind: str
+    statistical: bool
+    run: Callable = field(repr=False)
+    strategies: Callable[[], dict] = field(repr=False)
+    doc: str = ""
+
+
+def _inputs(**kw) -> Callable[[], dict]:
+    return lambda: {"inputs": verifier_inputs(**kw), "seed": seeds()}
+
+
+_STAT = {"max_rows": 3, "max_gamma": 3, "max_vocab": 6}
+
+VERIFIER_PROPERTIES = {
+    p.name: p for p in [
+        Property("contract", "verifier", False, verifier_contract, _inputs(max_rows=4, max_gamma=4),
+                 "the output contract"),
+        Property("identical_accepts_all", "verifier", False, verifier_identical_accepts_all,
+                 _inputs(min_gamma=1, cases=["identical"]), "target == draft accepts every draft"),
+        Property("disjoint_rejects_first", "verifier", False, verifier_disjoint_rejects_first,
+                 _inputs(min_gamma=1, cases=["disjoint"]), "disjoint supports reject at the first position"),
+        Property("determinism", "verifier", False, verifier_determinism, _inputs(),
+                 "determinism for a fixed generator state"),
+        Property("step_law", "verifier", True, _statistical("step_law"), _inputs(**_STAT),
+                 "the step law P(k accepted, final token y) along each drafted path"),
+        Property("first_token", "verifier", True, _statistical("first_token"), _inputs(**_STAT),
+                 "the first emitted token follows the first target row"),
+        Property("stop_conditional", "verifier", True, _statistical("stop_conditional"), _inputs(min_gamma=1, **_STAT),
+                 "the token at the stop position follows the residual (or bonus) law"),
+        Property("accepted_count", "verifier", True, _statistical("accepted_count"), _inputs(min_gamma=1, **_STAT),
+                 "the number of accepted drafts follows its exact law"),
+        Property("efficiency", "verifier", True, _statistical("efficiency", ("failure", "inefficiency")),
+                 _inputs(min_gamma=1, **_STAT), "accepts as often as the optimal rule min(1, p/q)"),
+        Property("independence", "verifier", True, _statistical("independence"),
+                 _inputs(**{**_STAT, "min_rows": 2}), "outputs independent across calls and across rows"),
+        Property("batch_invariance", "verifier", True, _statistical("batch_invariance"), _inputs(**_STAT),
+                 "a row's law does not depend on the rows beside it"),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- generator properties
+
+@dataclass(frozen=True, eq=False)
+class GeneratorCase:
+    """Models, speculation length, output length and prompt for one decode-loop example."""
+
+    models: ModelPair
+    gamma: int
+    max_new_tokens: int
+    prompt: tuple
+
+    def __repr__(self) -> str:
+        return (f"GeneratorCase({self.models!r}, gamma={self.gamma}, max_new_tokens={self.max_new_tokens}, "
+                f"prompt={list(self.prompt)})")
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # Hypothesis / IPython pretty-printing
+        printer.text(repr(self))
+
+
+@st.composite
+def generator_cases(draw, *, max_vocab: int = 3, max_gamma: int = 3, max_new_tokens: int = 3,
+                    max_prompt: int = 2) -> GeneratorCase:
+    """A :class:`GeneratorCase` small enough for the exact joint law of the generated tokens."""
+    models = draw(markov_model_pairs(min_vocab=2, max_vocab=max_vocab))
+    vocab = models.vocab_size
+    prompt = tuple(draw(st.lists(st.integers(0, vocab - 1), max_size=max_prompt)))
+    return GeneratorCase(models, draw(st.integers(1, max_gamma)), draw(st.integers(1, max_new_tokens)), prompt)
+
+
+def _check_generator(generate, case: GeneratorCase, check: str, *, seed: int, alpha: float, options: dict) -> None:
+    from specdec_check import checker
+    from specdec_check.scenarios import GeneratorScenario
+
+    prompts = np.array([list(case.prompt) or [-1]], dtype=np.int64)
+    scenario = GeneratorScenario(f"suite-{case.models.case}", case.models.target, case.models.draft, case.gamma,
+                                 case.max_new_tokens, prompts=prompts)
+    report = checker.check_generator(generate, scenarios=[scenario], mode=MODE, checks=[check], seed=seed,
+                                     alpha=alpha, **{k: v for k, v in options.items() if v is not None})
+    note(f"{check}: {case!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
+    bad = report.failures
+    if bad:
+        t, d = case.models.target, case.models.draft
+        repro = (
+            "python -c \"import numpy as np, pkgutil; from specdec_check import MarkovModel; "
+            "from specdec_check.checker import check_generator; from specdec_check.scenarios import GeneratorScenario; "
+            f"g = pkgutil.resolve_name({_name(generate)!r}); "
+            f"s = GeneratorScenario('repro', MarkovModel({_array_src(t.probs)}, order={t.order}), "
+            f"MarkovModel({_array_src(d.probs)}, order={d.order}), {case.gamma}, {case.max_new_tokens}, "
+            f"prompts=np.array({prompts.tolist()!r})); "
+            f"print(check_generator(g, scenarios=[s], mode={MODE!r}, checks=[{check!r}], seed={seed}, "
+            f"alpha={alpha!r}{_options_src(options)}).summary())\""
+        )
+        evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
+        for f in bad:
+            evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
+        _fail(f"{_name(generate)} fails the {check!r} property", evidence, repro, report)
+
+
+def _generator_statistical(check: str):
+    def run(generate, *, case: GeneratorCase, seed: int, alpha: float, options: dict) -> None:
+        _check_generator(generate, case, check, seed=seed, alpha=alpha, options=options)
+
+    run.__name__ = f"generator_{check}"
+    return run
+
+
+def _cases() -> dict:
+    return {"case": generator_cases(), "seed": seeds()}
+
+
+GENERATOR_PROPERTIES = {
+    p.name: p for p in [
+        Property("joint", "generator", True, _generator_statistical("joint"), _cases,
+                 "the joint law of the generated tokens equals the target's"),
+        Property("target_calls", "generator", True, _generator_statistical("target_calls"), _cases,
+                 "target calls per generated token match the exact expectation"),
+    ]
+}
+
+
+class Check:
+    """One property bound to one sampler, for :func:`specdec_check.pytest_plugin.parametrize_with_checks`.
+
+    ``check(ledger=None, options=None)`` runs the property as a Hypothesis test: with a
+    ledger (the ``specdec_ledger`` fixture) each statistical example takes its alpha from
+    it, else :data:`~specdec_check.pytest_plugin.DEFAULT_EXAMPLE_ALPHA`; ``options`` (the
+    ``specdec_checker_options`` fixture) gives backend, device and dtype.
+    """
+
+    def __init__(self, kind: str, sampler, prop: Property):
+        self.kind, self.sampler, self.prop = kind, sampler, prop
+
+    def __call__(self, ledger=None, options=None) -> None:
+        from hypothesis import given
+
+        from specdec_check.pytest_plugin import DEFAULT_EXAMPLE_ALPHA, suite_settings
+
+        prop, sampler, options = self.prop, self.sampler, dict(options or {"backend": "numpy"})
+
+        @suite_settings()
+        @given(**prop.strategies())
+        def run(**drawn):
+            alpha = ledger.alpha() if (ledger is not None and prop.statistical) else DEFAULT_EXAMPLE_ALPHA
+            prop.run(sampler, alpha=alpha, options=options, **drawn)
+
+        run()
+
+    def __repr__(self) -> str:
+        return f"Check({self.prop.name!r}, {getattr(self.sampler, '__name__', self.sampler)!r})"

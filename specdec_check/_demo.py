@@ -25,7 +25,8 @@ def _measured_tokens_per_step(target, draft, *, tokens: int, seed: int) -> float
         rows_scored += batch.shape[0]
         return target(batch)
 
-    chains, length = 1000, max(1, tokens // 1000)
+    chains = max(1, min(1000, tokens // 200))  # about 200 tokens per chain keeps the truncation effect small
+    length = max(1, tokens // chains)
     generator = np.random.default_rng(seed)
     out = numpy_generate(target=scoring, draft=draft, prompts=np.full((chains, 1), -1), max_new_tokens=length,
                          gamma=DEMO_GAMMA, generator=generator)

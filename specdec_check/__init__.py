@@ -6,7 +6,6 @@ Chen et al. 2023). Notation: ``target_*`` is p, ``draft_*`` is q.
 """
 
 from . import exact, samplers, scenarios
-from .checker import CheckReport, Finding, check_generator, check_verifier
 from .models import CausalModel, ConstantModel, HashedMarkovModel, MarkovModel, MixtureModel, mix
 
 __version__ = "0.1.0"
@@ -26,3 +25,15 @@ __all__ = [
     "samplers",
     "scenarios",
 ]
+
+
+_LAZY = {"CheckReport", "Finding", "check_generator", "check_verifier"}
+
+
+def __getattr__(name):
+    # The checker pulls in scipy.stats; load it on first use so the CLI and the pytest plugin start fast.
+    if name in _LAZY:
+        from . import checker
+
+        return getattr(checker, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,95 @@
+"""Models: validation and the causal interface (padding on either side)."""
+
+import numpy as np
+import pytest
+
+from specdec_check import HashedMarkovModel, MarkovModel, mix
+from specdec_check.scenarios import CORPUS, corpus_bigram, corpus_vocabulary
+
+
+def _table(rng, vocab, order):
+    t = rng.random((vocab + 1,) * order + (vocab,))
+    return t / t.sum(-1, keepdims=True)
+
+
+class TestMarkovModel:
+    def test_order1_causal_interface_matches_table(self):
+        rng = np.random.default_rng(0)
+        table = _table(rng, 4, 1)
+        model = MarkovModel(table)
+        tokens = np.array([[2, 0, 3], [-1, 1, 1]])
+        out = model(tokens)
+        assert out.shape == (2, 3, 4) and out.dtype == np.float64
+        np.testing.assert_array_equal(out[0, 0], table[2])
+        np.testing.assert_array_equal(out[0, 2], table[3])
+        np.testing.assert_array_equal(out[1, 0], table[4])  # only padding so far: start of sequence
+        np.testing.assert_array_equal(out[1, 1], table[1])
+
+    def test_order2_left_and_right_padding_agree(self):
+        rng = np.random.default_rng(1)
+        table = _table(rng, 3, 2)
+        model = MarkovModel(table, order=2)
+        left = model(np.array([[-1, -1, 2, 1]]))
+        right = model(np.array([[2, 1, -1, -1]]))
+        np.testing.assert_array_equal(left[0, 3], table[2, 1])
+        np.testing.assert_array_equal(right[0, 1], table[2, 1])
+        np.testing.assert_array_equal(right[0, 3], table[2, 1])  # padding after the end changes nothing
+        np.testing.assert_array_equal(left[0, 2], table[3, 2])  # one real token: (start, 2)
+
+    @pytest.mark.parametrize(
+        "probs, order, match",
+        [
+            (np.full((3, 2), 0.5)[:2], 1, "shape"),
+            (np.array([[0.5, 0.5], [0.25, 0.5], [1.0, 0.0]]), 1, r"row \(1,\) sums to 0.75"),
+            (np.array([[0.5, 0.5], [-0.1, 1.1], [1.0, 0.0]]), 1, "negative"),
+            (np.array([[0.5, np.nan], [0.5, 0.5], [1.0, 0.0]]), 1, "non-finite"),
+            (np.full((3, 2), 0.5), 0, "order"),
+        ],
+    )
+    def test_malformed_tables_are_rejected(self, probs, order, match):
+        with pytest.raises(ValueError, match=match):
+            MarkovModel(probs, order=order)
+
+    @pytest.mark.parametrize("tokens, error", [(np.array([[0, 5]]), ValueError), (np.array([[0, -2]]), ValueError),
+                                               (np.array([0, 1]), ValueError), (np.array([[0.5]]), TypeError)])
+    def test_bad_tokens(self, tokens, error):
+        model = MarkovModel(np.full((4, 3), 1 / 3))
+        with pytest.raises(error):
+            model(tokens)
+
+
+class TestHashedAndMixture:
+    def test_hashed_model_memory_and_laws(self):
+        model = HashedMarkovModel.random(128_256, num_prototypes=4, seed=0)
+        assert model.prototypes.nbytes < 1e9 / 8
+        out = model(np.array([[5, 7, -1]]))
+        np.testing.assert_allclose(out.sum(-1), 1.0)
+        np.testing.assert_array_equal(out[0, 2], out[0, 1])  # padding keeps the context
+
+    def test_mix_is_pointwise(self):
+        rng = np.random.default_rng(2)
+        a, b = MarkovModel(_table(rng, 3, 1)), MarkovModel(_table(rng, 3, 1))
+        tokens = np.array([[0, 2, 1]])
+        np.testing.assert_allclose(mix(a, b, 0.3)(tokens), 0.3 * a(tokens) + 0.7 * b(tokens))
+        fixed = np.array([0.2, 0.3, 0.5])
+        np.testing.assert_allclose(mix(a, fixed, 0.25)(tokens), 0.25 * a(tokens) + 0.75 * fixed)
+        with pytest.raises(ValueError, match="weight"):
+            mix(a, b, 1.5)
+
+
+class TestCorpusBigram:
+    def test_vocabulary_and_counts(self):
+        vocab = corpus_vocabulary()
+        assert len(CORPUS) == 80 and len(vocab) == 18 and list(vocab) == sorted(vocab)
+        target, draft = corpus_bigram(1.0)
+        # hand count: "t" follows the start once ("to..."), 18 add-one cells in the start row
+        t, o = vocab.index("t"), vocab.index("o")
+        assert target.probs[18, t] == pytest.approx(2 / 19)
+        # "o" follows "t" in "to" (x3) and "not" has "t" after "o"; count pairs "to" directly
+        pairs = sum(1 for a, b in zip(CORPUS, CORPUS[1:]) if a == "t" and b == "o")
+        row_total = sum(1 for a in CORPUS[:-1] if a == "t") + 18
+        assert target.probs[t, o] == pytest.approx((pairs + 1) / row_total)
+        np.testing.assert_allclose(draft(np.array([[t]])), target(np.array([[t]])))
+        _, uni = corpus_bigram(0.0)
+        counts = np.array([CORPUS.count(ch) for ch in vocab]) + 1.0
+        np.testing.assert_allclose(uni(np.array([[t]]))[0, 0], counts / counts.sum())

@@ -1,0 +1,113 @@
+"""Reference samplers against the exact laws (fixed seeds, exactly calibrated identity tests).
+
+Each law assertion uses ``stats.identity_test`` at alpha = 1e-9, whose size is at most
+alpha for fixed-n data; with the seeds fixed the tests are deterministic, and a correct
+sampler would fail one of them for a random seed with probability below 1e-8 in total.
+"""
+
+import numpy as np
+import pytest
+
+from specdec_check import MarkovModel, exact, stats
+from specdec_check.samplers import numpy_generate, numpy_verify
+
+ALPHA = 1e-9
+
+
+def _rows(rng, batch, gamma, vocab, zeros=False):
+    dp = rng.random((batch, gamma, vocab)) ** 3
+    tp = rng.random((batch, gamma + 1, vocab)) ** 3
+    if zeros:
+        dp[..., 0] = 0.0
+        tp[..., 1] = 0.0
+    dp /= dp.sum(-1, keepdims=True)
+    tp /= tp.sum(-1, keepdims=True)
+    return dp, tp
+
+
+def _draw_drafts(rng, dp):
+    cdf = np.cumsum(dp, -1)
+    return (cdf < rng.random(dp.shape[:2])[..., None]).sum(-1)
+
+
+@pytest.mark.parametrize("gamma, zeros", [(1, False), (3, True)])
+def test_numpy_verify_matches_path_step_law(gamma, zeros):
+    rng = np.random.default_rng(7)
+    vocab, distinct, reps = 5, 4, 50_000
+    dp, tp = _rows(rng, distinct, gamma, vocab, zeros)
+    dp, tp = np.repeat(dp, reps, 0), np.repeat(tp, reps, 0)
+    ids = _draw_drafts(rng, dp)
+    out = numpy_verify(draft_token_ids=ids, draft_probs=dp, target_probs=tp, generator=np.random.default_rng(8))
+    emitted = (out >= 0).sum(1)
+    final = out[np.arange(out.shape[0]), emitted - 1]
+    law = exact.path_step_law(ids, dp, tp).reshape(out.shape[0], -1)
+    # group rows by (row set, drafted path): outcome (k, y) is multinomial within each group
+    group = np.unique(np.concatenate([np.arange(out.shape[0])[:, None] // reps, ids], 1), axis=0, return_inverse=True)[1]
+    code = group.reshape(-1) * law.shape[1] + (emitted - 1) * vocab + final
+    n_groups = group.max() + 1
+    expected = np.zeros(n_groups * law.shape[1])
+    np.add.at(expected, group.reshape(-1)[:, None] * law.shape[1] + np.arange(law.shape[1]), law)
+    result = stats.identity_test(np.bincount(code, minlength=expected.size), expected / expected.sum(), alpha=ALPHA)
+    assert not result.rejected, result
+    # the first emitted token, integrated over the drafts, follows the first target row
+    for r in range(distinct):
+        sel = slice(r * reps, (r + 1) * reps)
+        res = stats.identity_test(np.bincount(out[sel, 0], minlength=vocab), tp[r * reps, 0], alpha=ALPHA)
+        assert not res.rejected, res
+
+
+def test_numpy_generate_matches_joint_law():
+    rng = np.random.default_rng(9)
+    target = MarkovModel(rng.dirichlet(np.full(4, 0.5), size=5))
+    draft = MarkovModel(rng.dirichlet(np.full(4, 0.5), size=5))
+    prompts = np.array([[-1, 2]] * 20_000 + [[1, 3]] * 20_000)
+    out = numpy_generate(target=target, draft=draft, prompts=prompts, max_new_tokens=3, gamma=2,
+                         generator=np.random.default_rng(10))
+    for start, prompt in ((0, [2]), (20_000, [1, 3])):
+        codes = out[start:start + 20_000] @ np.array([16, 4, 1])
+        law = exact.joint(target, 3, prompt).reshape(-1)
+        assert not stats.identity_test(np.bincount(codes, minlength=64), law, alpha=ALPHA).rejected
+
+
+def test_numpy_verify_edge_cases():
+    rng = np.random.default_rng(11)
+    dp, tp = _rows(rng, 8, 2, 6)
+    ids = _draw_drafts(rng, dp)
+    same = numpy_verify(draft_token_ids=ids, draft_probs=tp[:, :2].copy(), target_probs=tp,
+                        generator=np.random.default_rng(1))
+    assert (same[:, :2] == ids).all()  # target == draft accepts every draft (p / q = 1)
+    # disjoint supports: every draft has target probability 0 and is rejected at position 0
+    dp_d = np.zeros((4, 1, 4)); dp_d[:, :, :2] = 0.5
+    tp_d = np.zeros((4, 2, 4)); tp_d[:, :, 2:] = 0.5
+    out = numpy_verify(draft_token_ids=np.zeros((4, 1), int), draft_probs=dp_d, target_probs=tp_d,
+                       generator=np.random.default_rng(2))
+    assert (out[:, 0] >= 2).all() and (out[:, 1] == -1).all()
+    # gamma = 0 is plain sampling from the (bonus) target row
+    out0 = numpy_verify(draft_token_ids=np.zeros((3, 0), int), draft_probs=np.zeros((3, 0, 6)), target_probs=tp[:3, :1],
+                        generator=np.random.default_rng(3))
+    assert out0.shape == (3, 1) and (out0 >= 0).all()
+
+
+def test_numpy_verify_rejects_nan_and_non_generators():
+    rng = np.random.default_rng(12)
+    dp, tp = _rows(rng, 2, 1, 4)
+    ids = np.argmax(dp, -1)
+    bad = tp.copy(); bad[0, 0, ids[0, 0]] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        numpy_verify(draft_token_ids=ids, draft_probs=dp, target_probs=bad, generator=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="Generator"):
+        numpy_verify(draft_token_ids=ids, draft_probs=dp, target_probs=tp, generator=0)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"gamma": -1}, ValueError, "gamma"),
+    ({"max_new_tokens": -2}, ValueError, "max_new_tokens"),
+    ({"prompts": np.array([[7]])}, ValueError, "out of range"),
+])
+def test_numpy_generate_bad_input(kwargs, error, match):
+    model = MarkovModel(np.full((4, 3), 1 / 3))
+    args = dict(target=model, draft=model, prompts=np.array([[0]]), max_new_tokens=2, gamma=1,
+                generator=np.random.default_rng(0))
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        numpy_generate(**args)

@@ -38,12 +38,12 @@ def numpy_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> np
             raise ValueError("target_probs or draft_probs is NaN or infinite at a drafted token.")
         rejected = uniforms[:, :gamma] * draft_at >= target_at
         stop = np.where(rejected.any(axis=1), rejected.argmax(axis=1), gamma)
+        # The row to sample: the residual max(0, p - q) at the stop position, or the bonus row p_{gamma+1}.
         final = target_probs[rows, stop]
-        recovering = stop < gamma
-        if recovering.any():
-            sub = rows[recovering]
-            final = final.copy()
-            final[sub] = np.maximum(final[sub] - draft_probs[sub, stop[sub]], 0.0)
+        subtract = draft_probs[rows, np.minimum(stop, gamma - 1)]
+        subtract[stop == gamma] = 0.0
+        np.subtract(final, subtract, out=final)
+        np.maximum(final, 0.0, out=final)
     else:
         stop = np.zeros(batch, dtype=np.int64)
         final = target_probs[:, 0]
@@ -52,7 +52,7 @@ def numpy_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> np
     total = cdf[:, -1]
     if not np.isfinite(total).all():
         raise ValueError("target_probs or draft_probs is NaN or infinite in a row the step samples from.")
-    token = (cdf <= (uniforms[:, gamma] * total)[:, None]).sum(axis=1)
+    token = np.count_nonzero(cdf <= (uniforms[:, gamma] * total)[:, None], axis=1)
     overflow = token >= vocab  # u * total rounded up to total, or an all-zero row
     if overflow.any():
         positive = final[overflow] > 0

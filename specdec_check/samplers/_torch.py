@@ -97,14 +97,14 @@ def _row_sums(x: torch.Tensor, compute: torch.dtype) -> torch.Tensor:
 def sample_rows(weights: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """One token per row of non-negative ``weights`` [N, V] (any scale), int64 [N], sync-free.
 
-    Exponential race: ``argmax_y w_y / E_y`` with ``E_y ~ Exp(1)`` i.i.d. from ``generator``
-    is ``y`` with probability ``w_y / sum(w)``; zero-weight (or NaN) entries never win.
-    A row with no positive weight returns 0.
+    Exponential race: ``argmax_y w_y / E_y`` with ``E_y = -log U_y ~ Exp(1)`` i.i.d. from
+    ``generator`` is ``y`` with probability ``w_y / sum(w)``; computed as ``argmax log(U_y) / w_y``.
+    Zero-weight and NaN entries never win (NaN is read as 0). A row with no positive weight returns 0.
     """
     compute = _compute_dtype(weights.dtype)
-    w = weights.to(compute)
-    noise = torch.empty_like(w).exponential_(generator=generator)
-    score = torch.where(w > 0, w / noise, torch.full_like(w, -1.0))
+    w = torch.fmax(weights.to(compute), torch.zeros((), dtype=compute, device=weights.device))  # NaN -> 0
+    score = torch.rand(w.shape, generator=generator, dtype=compute, device=w.device)
+    score.log_().div_(w)  # log U < 0: w = 0 gives -inf; U = 0 gives -inf
     return torch.argmax(score, dim=-1)
 
 
@@ -148,16 +148,15 @@ def torch_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> to
     else:
         stop = torch.zeros(batch, dtype=torch.int64, device=device)
 
-    at_stop = stop.view(batch, 1, 1).expand(batch, 1, vocab)
-    final = torch.gather(p, 1, at_stop)[:, 0].to(compute) / torch.gather(p_sum, 1, stop[:, None])
+    rows = torch.arange(batch, device=device)
+    final = p[rows, stop].to(compute) * (1.0 / p_sum[rows, stop])[:, None]
     if gamma:
         q_row = stop.clamp(max=gamma - 1)
-        draft_final = torch.gather(q, 1, q_row.view(batch, 1, 1).expand(batch, 1, vocab))[:, 0].to(compute)
-        draft_final = draft_final / torch.gather(q_sum, 1, q_row[:, None])
-        draft_final = draft_final * (stop < gamma).to(compute)[:, None]
-        residual = (final - draft_final).clamp(min=0)
-        has_mass = (residual > 0).any(dim=1, keepdim=True)
-        final = torch.where(has_mass, residual, final)
+        draft_scale = (stop < gamma).to(compute) / q_sum[rows, q_row]  # 0 when every draft was accepted
+        residual = final - q[rows, q_row].to(compute) * draft_scale[:, None]
+        residual = torch.fmax(residual, torch.zeros((), dtype=compute, device=device))  # also NaN -> 0
+        no_mass = residual.amax(dim=1) <= 0
+        final = torch.where(no_mass[:, None], final, residual)
     token = sample_rows(final, generator)
 
     cols = torch.arange(gamma + 1, device=device)

@@ -1,0 +1,254 @@
+"""The specdec_check pytest plugin and the installed suite, driven through pytester.
+
+Runs go through ``runpytest_subprocess``: Hypothesis profiles and the plugin's
+suite-profile choice are process-global state.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+BUGGY = '''
+import numpy as np
+from specdec_check.samplers import numpy_verify
+
+
+def residual_from_target(*, draft_token_ids, draft_probs, target_probs, generator):
+    """BUG: after a rejection, resample from p instead of norm(max(0, p - q))."""
+    ids = np.asarray(draft_token_ids)
+    batch, gamma = ids.shape
+    u = generator.random((batch, gamma + 1))
+    out = np.full((batch, gamma + 1), -1, dtype=np.int64)
+    for b in range(batch):
+        k = 0
+        while k < gamma and u[b, k] * draft_probs[b, k, ids[b, k]] < target_probs[b, k, ids[b, k]]:
+            out[b, k] = ids[b, k]
+            k += 1
+        cdf = np.cumsum(target_probs[b, k])
+        out[b, k] = min(int((cdf <= u[b, gamma] * cdf[-1]).sum()), cdf.size - 1)
+    return out
+
+
+def bonus_from_row0(*, draft_token_ids, draft_probs, target_probs, generator):
+    """BUG: the bonus token is drawn from target row 0 instead of row gamma."""
+    rows = np.array(target_probs, copy=True)
+    rows[:, -1] = rows[:, 0]
+    return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=rows,
+                        generator=generator)
+
+
+NOT_CALLABLE = 42
+'''
+
+IMPLS = '''
+from specdec_check.samplers import numpy_verify
+
+
+def verify_opt(**kw):
+    return numpy_verify(**kw)
+
+
+def verify_env(**kw):
+    return numpy_verify(**kw)
+
+
+def verify_ini(**kw):
+    return numpy_verify(**kw)
+'''
+
+WHICH = '''
+def test_which(specdec_verifier, specdec_generator, specdec_selection):
+    print("VERIFIER=" + specdec_verifier.__name__ + " FROM=" + specdec_selection["verifier"].source)
+    print("GENERATOR=" + specdec_generator.__name__)
+'''
+
+QUICK = ("--hypothesis-profile=specdec-quick", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning")
+
+
+@pytest.fixture
+def impls(pytester, monkeypatch):
+    pytester.makepyfile(impls=IMPLS, buggy=BUGGY, test_which=WHICH)
+    for var in ("SPECDEC_VERIFIER", "SPECDEC_GENERATOR", "SPECDEC_BACKEND", "SPECDEC_ALPHA", "CI"):
+        monkeypatch.delenv(var, raising=False)
+    return pytester
+
+
+def which(result) -> str:
+    match = re.search(r"VERIFIER=\S+ FROM=[^\n]*", "\n".join(result.outlines))
+    assert match, result.outlines
+    return match.group(0)
+
+
+class TestSelection:
+    def test_default_is_the_reference(self, impls):
+        result = impls.runpytest_subprocess("-s", "test_which.py")
+        result.assert_outcomes(passed=1)
+        assert which(result) == "VERIFIER=numpy_verify FROM=default"
+        result.stdout.fnmatch_lines([
+            "specdec-check: verifier specdec_check.samplers:numpy_verify (default); "
+            "generator specdec_check.samplers:numpy_generate (default)",
+            "*false-alarm budget alpha=1e-06 per run*",
+        ])
+
+    def test_option_over_env_over_ini(self, impls, monkeypatch):
+        impls.makeini("[pytest]\nspecdec_verifier = impls:verify_ini\n")
+        result = impls.runpytest_subprocess("-s", "test_which.py")
+        assert which(result) == "VERIFIER=verify_ini FROM=ini specdec_verifier"
+        result.stdout.fnmatch_lines(["specdec-check: verifier impls:verify_ini (ini specdec_verifier)*"])
+
+        monkeypatch.setenv("SPECDEC_VERIFIER", "impls:verify_env")
+        result = impls.runpytest_subprocess("-s", "test_which.py")
+        assert which(result) == "VERIFIER=verify_env FROM=env SPECDEC_VERIFIER"
+        result.stdout.fnmatch_lines(["specdec-check: verifier impls:verify_env (env SPECDEC_VERIFIER)*",
+                                     "specdec-check: env SPECDEC_VERIFIER=impls:verify_env"])
+
+        result = impls.runpytest_subprocess("-s", "test_which.py", "--specdec-verifier", "impls:verify_opt")
+        assert which(result) == "VERIFIER=verify_opt FROM=option --specdec-verifier"
+        result.stdout.fnmatch_lines(["specdec-check: verifier impls:verify_opt (option --specdec-verifier)*"])
+
+    def test_conftest_fixture_override(self, impls):
+        impls.makeconftest('''
+import pytest
+from impls import verify_ini
+
+@pytest.fixture(scope="session")
+def specdec_verifier():
+    return verify_ini
+''')
+        result = impls.runpytest_subprocess("-s", "test_which.py")
+        assert which(result).startswith("VERIFIER=verify_ini")
+
+    def test_backend_device_dtype_reach_the_checker(self, impls):
+        impls.makepyfile(test_opts='''
+def test_opts(specdec_checker_options):
+    assert specdec_checker_options == {"backend": "numpy", "device": "cpu", "dtype": "float64"}
+''')
+        result = impls.runpytest_subprocess("test_opts.py", "--specdec-backend", "numpy", "--specdec-device", "cpu",
+                                            "--specdec-dtype", "float64")
+        result.assert_outcomes(passed=1)
+
+
+class TestUsageErrors:
+    @pytest.mark.parametrize("spec, message", [
+        ("no_such_module_xyz:verify", "*cannot import the verifier 'no_such_module_xyz:verify' (from option "
+                                      "--specdec-verifier): ModuleNotFoundError*"),
+        ("buggy:no_such_attr", "*module 'buggy' has no attribute 'no_such_attr'*Public names there:*"),
+        ("buggy:NOT_CALLABLE", "*the verifier 'buggy:NOT_CALLABLE' (from option --specdec-verifier) is a int, "
+                               "not a callable*"),
+    ])
+    def test_bad_verifier_option(self, impls, spec, message):
+        result = impls.runpytest_subprocess("test_which.py", "--specdec-verifier", spec)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([message])
+
+    def test_bad_env_generator(self, impls, monkeypatch):
+        monkeypatch.setenv("SPECDEC_GENERATOR", "buggy:nope")
+        result = impls.runpytest_subprocess("test_which.py")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*module 'buggy' has no attribute 'nope' (the generator 'buggy:nope' "
+                                     "(from env SPECDEC_GENERATOR))*"])
+
+    def test_bad_alpha_and_numpy_device(self, impls):
+        result = impls.runpytest_subprocess("test_which.py", "--specdec-alpha", "2")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*alpha '2' (from option --specdec-alpha) must be a number in (0, 1)*"])
+        result = impls.runpytest_subprocess("test_which.py", "--specdec-device", "cuda:0")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*needs --specdec-backend torch*"])
+
+
+class TestSuite:
+    def test_passes_on_the_references(self, impls):
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK)
+        result.assert_outcomes(passed=13)
+        result.stdout.fnmatch_lines([
+            "specdec-check: false-alarm budget alpha=1e-06 over 45 statistical examples in 9 tests: "
+            "alpha=2.22e-08 per example*profile is 'specdec-quick', chosen by the user*",
+            "specdec-check: spent alpha 1e-06 of 1e-06 on 45 statistical examples*",
+        ])
+
+    def test_default_profile_and_budget_in_header(self, impls):
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
+        result.stdout.fnmatch_lines(["*over 225 statistical examples in 9 tests*the suite profile is "
+                                     "specdec-default (no profile chosen)*"])
+
+    def test_residual_from_target_fails_with_evidence(self, impls):
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k", "stop_conditional",
+                                            "--specdec-verifier", "buggy:residual_from_target")
+        result.assert_outcomes(failed=1, deselected=12)
+        result.stdout.fnmatch_lines([
+            "*AssertionError: buggy:residual_from_target fails the 'stop_conditional' property",
+            "*inputs: VerifierInputs(B=*",
+            "*failure *",
+            "*repro: python -c *check_verifier(v, scenarios=[s], mode='quick', checks=['stop_conditional'], seed=*",
+            "*Falsifying example: test_stop_conditional(*",
+        ])
+
+    def test_bonus_from_row0_fails(self, impls):
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k",
+                                            "identical_accepts_all or step_law",
+                                            "--specdec-verifier", "buggy:bonus_from_row0")
+        result.assert_outcomes(failed=2, deselected=11)
+        result.stdout.fnmatch_lines(["*buggy:bonus_from_row0 fails the 'step_law' property*"])
+
+    def test_ci_runs_are_deterministic(self, impls, monkeypatch):
+        monkeypatch.setenv("CI", "true")
+        args = ("--pyargs", "specdec_check.suite", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
+                "-k", "step_law or contract", "--specdec-verifier", "buggy:bonus_from_row0")
+        runs = [impls.runpytest_subprocess(*args) for _ in range(2)]
+
+        def outcome(result):
+            text = "\n".join(result.outlines)
+            assert "the suite profile is specdec-ci" in text
+            examples = re.findall(r"Falsifying example:.*?\n\)", text, flags=re.S)
+            return result.parseoutcomes(), examples
+
+        first, second = (outcome(r) for r in runs)
+        assert first == second
+        assert first[0].get("failed") == 1 and first[1]
+
+
+class TestParametrizeWithChecks:
+    def test_users_own_module(self, impls):
+        impls.makepyfile(test_mine='''
+from specdec_check.pytest_plugin import parametrize_with_checks
+from specdec_check.samplers import numpy_verify
+
+
+@parametrize_with_checks(verifiers=[numpy_verify], checks=["contract", "first_token"])
+def test_my_verifier(check, specdec_ledger, specdec_checker_options):
+    check(ledger=specdec_ledger, options=specdec_checker_options)
+''')
+        result = impls.runpytest_subprocess("test_mine.py", "-v", *QUICK)
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines(["*test_my_verifier?numpy_verify-contract? PASSED*",
+                                     "*over 5 statistical examples in 1 tests*"])
+
+    def test_unknown_check(self):
+        from specdec_check.pytest_plugin import parametrize_with_checks
+
+        with pytest.raises(ValueError, match="unknown check"):
+            parametrize_with_checks(verifiers=[print], checks=["nope"])
+
+
+def test_plugin_module_is_import_light():
+    import subprocess
+    import sys
+
+    code = ("import sys; import specdec_check.pytest_plugin; "
+            "bad = [m for m in ('torch', 'numpy', 'scipy', 'hypothesis', 'specdec_check.checker') if m in sys.modules]; "
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_user_profile_is_never_overridden(impls):
+    impls.makeconftest('''
+from hypothesis import settings
+settings.register_profile("mine", max_examples=3, deadline=None)
+settings.load_profile("mine")
+''')
+    result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
+    result.stdout.fnmatch_lines(["*over 27 statistical examples in 9 tests*profile is 'mine', chosen by the user*"])

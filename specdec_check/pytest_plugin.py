@@ -109,6 +109,9 @@ def pytest_addoption(parser):
     for name, (_, env, ini, default) in _SETTINGS.items():
         parser.addini(ini, f"specdec-check {name} (overridden by env {env} and the command-line option)",
                       default=None)
+    # Registered here, before conftest.py files load, so a user's conftest can build on them and
+    # --hypothesis-profile=specdec-* works (Hypothesis loads the profile in its pytest_configure).
+    _register_profiles()
 
 
 def _resolve_setting(config, name: str, backend: str | None = None) -> Selection:
@@ -179,7 +182,6 @@ def resolve_callable(spec: str, *, what: str = "sampler", source: str = "") -> o
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", f"{STATISTICAL_MARKER}: a specdec-check property that spends false-alarm budget per example")
-    _register_profiles()
 
     backend = _resolve_setting(config, "backend")
     if backend.value not in ("numpy", "torch"):

@@ -69,9 +69,9 @@ def _snapshot(kwargs):
 
 
 def _same(a, b) -> bool:
-    a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b)
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+    if hasattr(a, "equal") and hasattr(a, "detach"):  # torch tensors of any dtype (bfloat16 has no numpy twin)
+        return a.shape == b.shape and a.dtype == b.dtype and bool(a.equal(b))
+    return a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
 
 
 def _planned_tests(scenario: VerifierScenario, checks) -> list:

@@ -19,7 +19,7 @@ from ._hashed import _HASH_MULTIPLIERS, HashedMarkovModel
 from ._markov import ConstantModel, MarkovModel
 from ._mixture import MixtureModel
 
-__all__ = ["CastLawModel", "TorchModel", "resolve_device", "resolve_dtype", "torch_context_indices",
+__all__ = ["CastLawModel", "TorchModel", "cast_law_rows", "resolve_device", "resolve_dtype", "torch_context_indices",
            "torch_last_context_indices"]
 
 #: dtype names accepted everywhere in the torch backend.

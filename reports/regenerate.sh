@@ -11,8 +11,8 @@ python -m specdec_check verify $COMMON --report reports/example-reference
 status=$?
 if [ "$status" -ne 0 ]; then echo "regenerate.sh: the reference verifier did not pass (exit $status)" >&2; exit 1; fi
 
-python -m specdec_check verify specdec_check.bugs._verifiers:resample_from_target $COMMON \
-    --report reports/example-resample-from-target
+python -m specdec_check verify specdec_check.bugs:recovered_with_failed_uniform $COMMON \
+    --report reports/example-recovered-with-failed-uniform
 status=$?
 if [ "$status" -ne 1 ]; then echo "regenerate.sh: the catalogued bug was not caught (exit $status)" >&2; exit 1; fi
 echo "regenerate.sh: example reports up to date"

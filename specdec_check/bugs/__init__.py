@@ -8,8 +8,12 @@ pass. ``mutation_score()`` runs the checker on all of them; print the table with
     python -c "from specdec_check.bugs import mutation_score, format_mutation_table; print(format_mutation_table(mutation_score()))"
 """
 
+from . import _controls, _decode_loops, _verifiers
 from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry, catalogue, entry
+from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
+from ._decode_loops import *  # noqa: F403
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
+from ._verifiers import *  # noqa: F403
 
 __all__ = [
     "CONTROLS",
@@ -22,4 +26,4 @@ __all__ = [
     "entry",
     "format_mutation_table",
     "mutation_score",
-]
+] + sorted(_controls.__all__ + _decode_loops.__all__ + _verifiers.__all__)

@@ -36,6 +36,10 @@ class Backend:
     def prompts(self, prompts: np.ndarray):
         raise NotImplementedError
 
+    def law_model(self, model):
+        """The model whose float64 laws are those the sampler sees on this backend (after any cast)."""
+        return model
+
 
 class NumpyBackend(Backend):
     """float64 numpy arrays and a ``numpy.random.Generator`` (PCG64)."""

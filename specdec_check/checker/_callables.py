@@ -11,9 +11,18 @@ GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "
 
 
 def qualified_name(obj) -> str:
+    """``module:name`` for ``obj``, preferring a public package that re-exports it over a private module."""
+    import sys
+
     module = getattr(obj, "__module__", None) or type(obj).__module__
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__qualname__
-    return f"{module}:{name}"
+    parts = module.split(".")
+    while len(parts) > 1 and parts[-1].startswith("_"):
+        parent = sys.modules.get(".".join(parts[:-1]))
+        if parent is None or getattr(parent, name, None) is not obj:
+            break
+        parts = parts[:-1]
+    return f"{'.'.join(parts)}:{name}"
 
 
 def check_sampler(sampler, keywords, role: str) -> None:

@@ -153,17 +153,18 @@ class _GeneratorRun:
         s, mode = self.scenario, self.mode
         n_prompts, vocab, length = s.prompts.shape[0], s.vocab_size, s.max_new_tokens
         clean = [p[p >= 0] for p in s.prompts]
+        law_target = self.backend.law_model(s.target)  # the laws the sampler sees (low-precision casts)
         tallies = {}
         if "joint" in self.plan:
-            law = np.concatenate([joint(s.target, length, p).reshape(-1) for p in clean]) / n_prompts
+            law = np.concatenate([joint(law_target, length, p).reshape(-1) for p in clean]) / n_prompts
             tallies["joint"] = CountTally(s.name, "joint", law, alpha=self.ledger.spend(f"{s.name}/joint"))
         if any(p.startswith("marginals") for p in self.plan):
-            margs = np.stack([marginals(s.target, length, p) for p in clean]) / n_prompts  # [P, T, V]
+            margs = np.stack([marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T, V]
             for t in range(length):
                 tallies[f"marginals[{t}]"] = CountTally(s.name, "marginals", margs[:, t].reshape(-1),
                                                         alpha=self.ledger.spend(f"{s.name}/marginals[{t}]"))
         if any(p.startswith("pairs") for p in self.plan):
-            pairs = np.stack([pair_marginals(s.target, length, p) for p in clean]) / n_prompts  # [P, T-1, V, V]
+            pairs = np.stack([pair_marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T-1, V, V]
             for t in range(length - 1):
                 tallies[f"pairs[{t}]"] = CountTally(s.name, "pairs", pairs[:, t].reshape(-1),
                                                     alpha=self.ledger.spend(f"{s.name}/pairs[{t}]"))
@@ -216,7 +217,8 @@ class _GeneratorRun:
         """
         s = self.scenario
         alpha = self.ledger.spend(f"{s.name}/target_calls")
-        moments = [expected_target_calls(s.target, s.draft, s.gamma, s.max_new_tokens, p[p >= 0], with_variance=True)
+        target, draft = self.backend.law_model(s.target), self.backend.law_model(s.draft)
+        moments = [expected_target_calls(target, draft, s.gamma, s.max_new_tokens, p[p >= 0], with_variance=True)
                    for p in s.prompts]
         runs = max(50, min(400, self.mode.max_calls))
         counts, which = [], []

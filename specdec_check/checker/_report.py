@@ -182,7 +182,10 @@ class CheckReport:
             lines.append(f"  [{f.kind}] {f.scenario} / {f.check}: {f.message}")
             if f.repro:
                 lines.append(f"      repro: {f.repro}")
+        detectable = sorted(r.min_detectable_tv for r in self.results if r.min_detectable_tv)
+        if detectable:
+            lines.append(f"  law tests could detect, with power 0.99, a TV of {detectable[0]:.3g} (strongest), "
+                         f"{detectable[len(detectable) // 2]:.3g} (median), {detectable[-1]:.3g} (weakest)")
         if not self.findings:
-            worst = max((r.min_detectable_tv or 0.0 for r in self.results), default=0.0)
-            lines.append(f"  no findings; every law test could detect a TV of {worst:.3g} or more (power 0.99)")
+            lines.append("  no findings")
         return "\n".join(lines)

@@ -27,7 +27,7 @@ def checker_available(kind="verifier"):
 
 
 SMALL = ("--mode", "quick", "--scenarios", "specdec_small_battery:verifier")
-BUG = "specdec_check.bugs._verifiers:resample_from_target"
+BUG = "specdec_check.bugs:resample_from_target"
 
 needs_verifier = pytest.mark.skipif(not checker_available("verifier"), reason="check_verifier is not available yet")
 needs_generator = pytest.mark.skipif(not checker_available("generator"), reason="check_generator is not available yet")

@@ -15,7 +15,7 @@ EXAMPLES = sorted(REPORTS.glob("example-*/report.json"))
 def test_examples_exist():
     assert (REPORTS / "regenerate.sh").is_file()
     names = {p.parent.name for p in EXAMPLES}
-    assert {"example-reference", "example-resample-from-target"} <= names
+    assert {"example-reference", "example-recovered-with-failed-uniform"} <= names
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.parent.name)

@@ -41,8 +41,8 @@ DEFAULT_EXAMPLE_ALPHA = 1e-9
 #: Hypothesis profiles registered by the plugin (name -> settings keywords; ``specdec-ci`` extends ``ci``).
 PROFILES = {
     "specdec-quick": {"max_examples": 5},
-    "specdec-default": {"max_examples": 25},
-    "specdec-ci": {"max_examples": 25},
+    "specdec-default": {"max_examples": 50},
+    "specdec-ci": {"max_examples": 50},
     "specdec-thorough": {"max_examples": 200},
 }
 

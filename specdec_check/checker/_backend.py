@@ -46,7 +46,7 @@ class NumpyBackend(Backend):
 
     name = "numpy"
     dtype = "float64"
-    tolerance = 1e-12
+    tolerance = 0.0  # the sampler sees exactly the float64 rows the laws are computed from
 
     def generator(self, seed: int):
         return np.random.Generator(np.random.PCG64(seed))
@@ -55,7 +55,10 @@ class NumpyBackend(Backend):
         return rows
 
     def verifier_inputs(self, draft_token_ids, draft_probs, target_probs):
-        return {"draft_token_ids": draft_token_ids, "draft_probs": draft_probs, "target_probs": target_probs}
+        # Copies: the checker keeps the originals, so a verifier that writes into its inputs can
+        # neither corrupt the laws nor hide the write.
+        return {"draft_token_ids": draft_token_ids.copy(), "draft_probs": draft_probs.copy(),
+                "target_probs": target_probs.copy()}
 
     def to_host(self, output):
         return output if isinstance(output, np.ndarray) else np.asarray(output)

@@ -102,13 +102,15 @@ def test_reference_generator_passes(mode):
 
 
 def test_reference_verifier_passes_thorough_small():
-    # Thorough mode on two small scenarios. False alarm <= alpha = 1e-6; deterministic for seed 0.
-    report = check_verifier(numpy_verify, scenarios=_battery("low-acceptance", "opposite-ranking"),
+    # Thorough mode on two small scenarios (V = 7 and V = 33; the cheapest in thorough mode:
+    # ~10 s and ~23 s on 2 cores, where "opposite-ranking" with 2 rows per call takes ~70 s).
+    # False alarm <= alpha = 1e-6 (checker's budget for the whole call); deterministic for seed 0.
+    report = check_verifier(numpy_verify, scenarios=_battery("low-acceptance", "many-rows"),
                             mode="thorough", seed=0)
     assert report.passed, _describe(report)
     assert report.findings == ()
-    assert report.mode == "thorough"
-    assert [s.name for s in report.scenarios] == ["low-acceptance", "opposite-ranking"]
+    assert report.mode == "thorough" and report.design_tv == 0.02
+    assert [s.name for s in report.scenarios] == ["low-acceptance", "many-rows"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -398,6 +400,18 @@ def test_verifier_modifying_draft_ids_is_a_contract_failure():
         return out
 
     report = _run_misbehaving(verify)
+    assert not report.passed
+    assert any(f.check == "contract" for f in report.failures), _describe(report)
+
+
+def test_verifier_modifying_draft_ids_is_named_as_such():
+    def verify(*, draft_token_ids, draft_probs, target_probs, generator):
+        out = numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target_probs,
+                           generator=generator)
+        draft_token_ids[:] = (draft_token_ids + 1) % target_probs.shape[-1]
+        return out
+
+    report = _run_misbehaving(verify)
     assert any(f.check == "contract" and "draft_token_ids" in f.message for f in report.failures), _describe(report)
 
 
@@ -468,8 +482,14 @@ def test_rejection_where_p_equals_q_is_impossible():
     assert not report.passed
     impossible = [f for f in report.failures if f.check == "impossible"]
     assert impossible, _describe(report)
-    assert "row" in impossible[0].evidence, impossible[0]
     assert report.scenarios[0].stopped_early
+
+
+def test_rejection_where_p_equals_q_names_the_row():
+    report = _run_misbehaving(_reject_first, names=("target-equals-draft",))
+    impossible = [f for f in report.failures if f.check == "impossible"]
+    assert impossible, _describe(report)
+    assert "row" in impossible[0].evidence, impossible[0]
 
 
 def test_rejection_where_p_exceeds_q_is_impossible():
@@ -536,3 +556,14 @@ def test_from_rows_validates_its_rows():
         VerifierScenario.from_rows("bad", target_probs=target * 2, draft_probs=draft)
     with pytest.raises(ValueError):
         VerifierScenario.from_rows("bad", target_probs=target[:, :2], draft_probs=draft)
+
+
+def test_malformed_output_is_a_finding_even_without_the_contract_check():
+    """Shape, dtype and range are preconditions of every law test, so they are checked whatever the selection."""
+
+    def verify(**kwargs):
+        return numpy_verify(**kwargs)[:, :-1]
+
+    report = _run_misbehaving(verify, checks=["first_token"])
+    assert not report.passed
+    assert any(f.check == "contract" and "shape" in f.message for f in report.failures), _describe(report)

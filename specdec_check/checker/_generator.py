@@ -10,11 +10,10 @@ import numpy as np
 from .. import stats
 from ..exact import expected_target_calls, joint, marginals, pair_marginals
 from ..scenarios import GeneratorScenario, default_generator_battery
-from ._backend import make_backend
-from ._callables import GENERATOR_KEYWORDS, check_sampler, qualified_name
-from ._report import CheckReport, Finding, ScenarioSummary, TestRecord
+from ._callables import GENERATOR_KEYWORDS
+from ._report import CheckReport, ScenarioSummary, TestRecord
+from ._run import ScenarioRunBase, run_battery
 from ._tally import CountTally
-from ._verifier import _check_common, _repro
 
 __all__ = ["GENERATOR_CHECKS", "check_generator"]
 
@@ -66,51 +65,20 @@ def check_generator(generate, *, scenarios=None, mode="default", backend="numpy"
     (:func:`exact.expected_target_calls`): chained speculative steps are exact (Leviathan
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
     """
-    check_sampler(generate, GENERATOR_KEYWORDS, "generator")
-    mode, alpha, seed, checks = _check_common(mode, alpha, seed, checks, GENERATOR_CHECKS, progress)
-    backend_obj = make_backend(backend, device=device, dtype=dtype)
-    scenarios = default_generator_battery() if scenarios is None else list(scenarios)
-    for s in scenarios:
-        if not isinstance(s, GeneratorScenario):
-            raise TypeError(f"scenarios must be GeneratorScenario objects; got {type(s).__name__}.")
-    plans = [_planned(s, checks) for s in scenarios]
-    ledger = stats.AlphaLedger(alpha, planned=max(1, sum(len(p) for p in plans)))
-    sampler = qualified_name(generate)
-    started = time.perf_counter()
-    findings, records, summaries, samples = [], [], [], 0
-    seeds = np.random.SeedSequence(seed).spawn(len(scenarios))
-    for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
-        if progress is not None:
-            progress(i, len(scenarios), scenario.name)
-        run = _GeneratorRun(generate, scenario, plan, mode, backend_obj, ledger, np.random.default_rng(seeds[i]),
-                            checks, _repro("generate", sampler, mode, seed, scenario.name, backend_obj))
-        run.execute()
-        findings += run.findings
-        records += run.records
-        summaries.append(run.summary)
-        samples += run.samples
-    if progress is not None:
-        progress(len(scenarios), len(scenarios), "done")
-    return CheckReport(
-        kind="generator", sampler=sampler, passed=not any(f.kind == "failure" for f in findings),
-        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=mode.name,
-        backend=backend_obj.name, device=backend_obj.device, dtype=backend_obj.dtype,
-        tolerance=float(backend_obj.tolerance), seed=seed, alpha=alpha, alpha_per_check=ledger.per_check,
-        samples_used=int(samples), elapsed_s=time.perf_counter() - started, design_tv=mode.design_tv,
-        checks=tuple(checks),
-    )
+    return run_battery(kind="generator", command="generate", sampler=generate, keywords=GENERATOR_KEYWORDS,
+                       scenario_type=GeneratorScenario, default_battery=default_generator_battery, plan=_planned,
+                       run_class=_GeneratorRun, known_checks=GENERATOR_CHECKS, scenarios=scenarios, mode=mode,
+                       backend=backend, seed=seed, alpha=alpha, progress=progress, checks=checks, device=device,
+                       dtype=dtype)
 
 
-class _GeneratorRun:
-    def __init__(self, generate, scenario, plan, mode, backend, ledger, rng, checks, repro):
-        self.generate, self.scenario, self.plan, self.mode, self.backend = generate, scenario, plan, mode, backend
-        self.ledger, self.rng, self.checks, self.repro = ledger, rng, checks, repro
-        self.findings, self.records = [], []
-        self.samples, self.calls, self.stopped = 0, 0, False
+class _GeneratorRun(ScenarioRunBase):
+    """Everything the checker does for one decode-loop scenario."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.generate = self.sampler
         self.calls_per_token = None
-
-    def fail(self, check, message, evidence=None, kind="failure"):
-        self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
 
     def run_once(self, prompt_index, check="contract"):
         s = self.scenario

@@ -11,11 +11,10 @@ from .. import stats
 from ..exact import acceptance_probabilities, encode_emitted, num_step_outcomes, path_accepted_count_law
 from ..exact import path_step_law, residual_probs, step_law
 from ..scenarios import VerifierScenario, default_verifier_battery
-from ._backend import make_backend
-from ._callables import VERIFIER_KEYWORDS, check_sampler, qualified_name
-from ._modes import get_mode
+from ._callables import VERIFIER_KEYWORDS
 from ._outputs import contract_violation, impossible_events, parse_step
-from ._report import CheckReport, Finding, ScenarioSummary, TestRecord
+from ._report import CheckReport, ScenarioSummary, TestRecord
+from ._run import ScenarioRunBase, run_battery
 from ._tally import CountTally, PitTally
 
 __all__ = ["VERIFIER_CHECKS", "check_verifier"]
@@ -36,32 +35,6 @@ VERIFIER_CHECKS = (
 _OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_invariance")
 #: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row.
 _PATH_LAW_MAX_VOCAB = 1000
-
-
-def _check_common(mode, alpha, seed, checks, known, progress):
-    mode = get_mode(mode)
-    alpha = float(alpha)
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha (the false-alarm budget of the whole run) must lie in (0, 1); got {alpha}.")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be an int >= 0; got {seed!r}.")
-    if checks is None:
-        checks = known
-    else:
-        checks = tuple(checks)
-        unknown = [c for c in checks if c not in known]
-        if unknown:
-            raise ValueError(f"unknown check(s) {unknown}; choose from {known}.")
-    if progress is not None and not callable(progress):
-        raise TypeError("progress must be None or a callable progress(done, total, label).")
-    return mode, alpha, int(seed), checks
-
-
-def _repro(kind, sampler, mode, seed, scenario, backend):
-    cmd = f"specdec-check {kind} {sampler} --mode {mode.name} --seed {seed} --scenario {scenario}"
-    if backend.name != "numpy":
-        cmd += f" --backend {backend.name} --device {backend.device} --dtype {backend.dtype}"
-    return cmd
 
 
 def _snapshot(kwargs):
@@ -109,55 +82,21 @@ def check_verifier(verify, *, scenarios=None, mode="default", backend="numpy", s
     ``sum_x min(p, q)``; determinism and independence of the randomness. ``alpha`` is the
     false-alarm budget of the whole call, split evenly over every statistical test.
     """
-    check_sampler(verify, VERIFIER_KEYWORDS, "verifier")
-    mode, alpha, seed, checks = _check_common(mode, alpha, seed, checks, VERIFIER_CHECKS, progress)
-    backend_obj = make_backend(backend, device=device, dtype=dtype)
-    scenarios = default_verifier_battery() if scenarios is None else list(scenarios)
-    for s in scenarios:
-        if not isinstance(s, VerifierScenario):
-            raise TypeError(f"scenarios must be VerifierScenario objects; got {type(s).__name__}.")
-    plans = [_planned_tests(s, checks) for s in scenarios]
-    planned = max(1, sum(len(p) for p in plans))
-    ledger = stats.AlphaLedger(alpha, planned=planned)
-    sampler = qualified_name(verify)
-    started = time.perf_counter()
-    findings, records, summaries = [], [], []
-    samples = 0
-    seeds = np.random.SeedSequence(seed).spawn(len(scenarios))
-    for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
-        if progress is not None:
-            progress(i, len(scenarios), scenario.name)
-        run = _ScenarioRun(verify, scenario, plan, mode, backend_obj, ledger, np.random.default_rng(seeds[i]), checks,
-                           _repro("verify", sampler, mode, seed, scenario.name, backend_obj))
-        run.execute()
-        findings += run.findings
-        records += run.records
-        summaries.append(run.summary)
-        samples += run.samples
-    if progress is not None:
-        progress(len(scenarios), len(scenarios), "done")
-    return CheckReport(
-        kind="verifier", sampler=sampler, passed=not any(f.kind == "failure" for f in findings),
-        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=mode.name,
-        backend=backend_obj.name, device=backend_obj.device, dtype=backend_obj.dtype,
-        tolerance=float(backend_obj.tolerance), seed=seed, alpha=alpha, alpha_per_check=ledger.per_check,
-        samples_used=int(samples), elapsed_s=time.perf_counter() - started, design_tv=mode.design_tv,
-        checks=tuple(checks),
-    )
+    return run_battery(kind="verifier", command="verify", sampler=verify, keywords=VERIFIER_KEYWORDS,
+                       scenario_type=VerifierScenario, default_battery=default_verifier_battery, plan=_planned_tests,
+                       run_class=_ScenarioRun, known_checks=VERIFIER_CHECKS, scenarios=scenarios, mode=mode,
+                       backend=backend, seed=seed, alpha=alpha, progress=progress, checks=checks, device=device,
+                       dtype=dtype)
 
 
-class _ScenarioRun:
+class _ScenarioRun(ScenarioRunBase):
     """Everything the checker does for one verifier scenario."""
 
-    def __init__(self, verify, scenario, plan, mode, backend, ledger, rng, checks, repro):
-        self.verify, self.scenario, self.plan, self.mode, self.backend = verify, scenario, plan, mode, backend
-        self.ledger, self.rng, self.checks, self.repro = ledger, rng, checks, repro
-        self.findings, self.records = [], []
-        self.samples = 0
-        self.calls = 0
-        self.stopped = False  # a contract failure or impossible event ends the scenario
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.verify = self.sampler
         self.bonus_missing = 0
-        self.pool = None if scenario.fixed_target_probs is not None else scenario.prompts()
+        self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
         self.accepted_total = 0.0
         self.accepted_expected = 0.0
         self.first_accepted = 0
@@ -165,9 +104,6 @@ class _ScenarioRun:
         self.emitted_total = 0
 
     # -- helpers -----------------------------------------------------------------------------------
-    def fail(self, check, message, evidence=None, kind="failure"):
-        self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
-
     def draw(self):
         return self.scenario.draw(self.rng, self.backend.law_rows, pool=self.pool)
 
@@ -254,7 +190,7 @@ class _ScenarioRun:
         if not self.stopped:
             self.efficiency()
             self.randomness()
-        self.classify(law_records)
+        self.classify()
         self.summary = self.make_summary(time.perf_counter() - started)
 
     def note_skipped(self, check, why):
@@ -442,8 +378,7 @@ class _ScenarioRun:
         self.records.append(record)
 
     # -- verdicts ------------------------------------------------------------------------------------
-    def classify(self, law_records):
-        s = self.scenario
+    def classify(self):
         records = [r for r in self.records if r.check in _OUTPUT_LAW_CHECKS + ("accepted_count", "efficiency")]
         output_law_bad = [r for r in records if r.check in _OUTPUT_LAW_CHECKS and not r.passed]
         acceptance_bad = [r for r in records if r.check in ("accepted_count", "efficiency") and not r.passed]

@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 BUGGY = '''
 import numpy as np
 from specdec_check.samplers import numpy_verify
@@ -67,8 +69,8 @@ def test_which(specdec_verifier, specdec_generator, specdec_selection):
 # A user profile for runs expected to fail: no shrinking, so the test stays fast (the plugin must honour it).
 NO_SHRINK_CONFTEST = '''
 from hypothesis import Phase, settings
-settings.register_profile("no-shrink", settings.get_profile("specdec-quick"),
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
+settings.register_profile("no-shrink", settings.get_profile("specdec-quick"), max_examples=20, derandomize=True,
+                          database=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 '''
 NO_SHRINK = ("--hypothesis-profile=no-shrink", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning")
 
@@ -179,7 +181,7 @@ class TestSuite:
 
     def test_default_profile_and_budget_in_header(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-        result.stdout.fnmatch_lines(["*over 225 statistical examples in 9 tests*the suite profile is "
+        result.stdout.fnmatch_lines(["*over 450 statistical examples in 9 tests*the suite profile is "
                                      "specdec-default (no profile chosen)*"])
 
     def test_residual_from_target_fails_with_evidence(self, impls):

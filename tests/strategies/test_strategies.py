@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -36,9 +36,24 @@ bounds = st.tuples(st.integers(1, 12), st.integers(1, 12)).map(sorted)
 FIND = settings(max_examples=2000, database=None, suppress_health_check=list(HealthCheck))
 
 
-def reachable(strategy, condition):
-    """Like Hypothesis' internal find_any: some example satisfies ``condition``."""
-    find(strategy, condition, settings=FIND)
+class _Reached(Exception):
+    pass
+
+
+def reachable(strategy, condition, max_examples=2000):
+    """Like Hypothesis' internal find_any: some example satisfies ``condition`` (no shrinking)."""
+
+    @settings(FIND, max_examples=max_examples, phases=[Phase.generate], deadline=None)
+    @given(strategy)
+    def probe(value):
+        if condition(value):
+            raise _Reached
+
+    try:
+        probe()
+    except _Reached:
+        return
+    raise AssertionError(f"no example of {strategy!r} satisfied the condition in {max_examples} tries")
 
 
 def is_law(vec, atol=1e-12):

@@ -16,6 +16,8 @@ def as_arrays(draft_token_ids, draft_probs, target_probs):
     ids = np.asarray(draft_token_ids).astype(np.int64, copy=False)
     draft = np.asarray(draft_probs, dtype=np.float64)
     target = np.asarray(target_probs, dtype=np.float64)
+    if not (np.isfinite(draft).all() and np.isfinite(target).all()):
+        raise ValueError("draft_probs or target_probs holds a NaN or infinite probability.")
     return ids, draft, target
 
 

@@ -21,6 +21,7 @@ __all__ = ["VERIFIER_CHECKS", "check_verifier"]
 
 VERIFIER_CHECKS = (
     "contract",
+    "non_finite",
     "impossible",
     "step_law",
     "first_token",
@@ -143,6 +144,33 @@ class _ScenarioRun(ScenarioRunBase):
             return None
         return out
 
+    def non_finite_probe(self):
+        """Row 0 gets an all-NaN first target row (always read): the verifier must raise or return -1s.
+
+        A verifier may raise, or mark the row invalid with -1 everywhere (the sync-free choice on a
+        device); emitting a token from a NaN law is a contract failure.
+        """
+        draw = self.draw()
+        target = draw.target_probs.copy()
+        target[0, 0, :] = np.nan
+        bad = type(draw)(draw.draft_token_ids, draw.draft_probs, target, draw.pool_index)
+        kwargs = self.backend.verifier_inputs(bad.draft_token_ids, bad.draft_probs, bad.target_probs)
+        self.calls += 1
+        try:
+            out = self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(self.next_seed())))
+        except Exception as exc:  # raising on NaN input is the right answer
+            self.records.append(TestRecord(self.scenario.name, "non_finite", "non-finite input probe", True, 0.0, 1,
+                                           details={"behaviour": f"raised {type(exc).__name__}"}))
+            return
+        row = np.asarray(out)[0] if np.ndim(out) == 2 else None
+        passed = row is not None and bool((row == -1).all())
+        self.records.append(TestRecord(self.scenario.name, "non_finite", "non-finite input probe", passed, 0.0, 1,
+                                       details={"behaviour": "returned -1 for the row" if passed else "emitted tokens"}))
+        if not passed:
+            self.fail("non_finite", "a row whose first target row is all NaN was silently turned into tokens "
+                      f"{None if row is None else row.tolist()}; raise an error or return -1 for such a row",
+                      {"row": 0, "output": None if row is None else row.tolist()})
+
     def next_seed(self) -> int:
         return int(self.rng.integers(0, 2**63 - 1))
 
@@ -167,6 +195,8 @@ class _ScenarioRun(ScenarioRunBase):
             integrated.method = "integrated step law (context, emitted string)"
         outcomes = num_step_outcomes(s.vocab_size, s.gamma) if integrated is not None else 0
         pit_rng = np.random.default_rng(self.rng.integers(2**63))
+        if "non_finite" in self.checks:
+            self.non_finite_probe()
         for _ in range(calls):
             draw = self.draw()
             out = self.call(draw, self.next_seed())

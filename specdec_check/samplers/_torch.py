@@ -91,7 +91,7 @@ def _check_verify_inputs(draft_token_ids, draft_probs, target_probs, generator):
 
 def _row_sums(x: torch.Tensor, compute: torch.dtype) -> torch.Tensor:
     s = x.sum(dim=-1, dtype=compute)
-    return torch.where(s > 0, s, torch.ones_like(s))
+    return torch.where((s > 0) | torch.isnan(s), s, torch.ones_like(s))  # NaN stays NaN: the row is invalid
 
 
 def sample_rows(weights: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -122,9 +122,10 @@ def torch_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> to
     [B, gamma+1, V], all on one device; ``generator`` a ``torch.Generator`` on that device
     (the only source of randomness). Returns int64 [B, gamma+1] on that device.
 
-    No host synchronisation means no data checks: a NaN probability at a drafted token
-    rejects it, NaN entries of a residual never win, a residual with no mass (p == q) falls
-    back to ``p_i``, and out-of-range ids raise an indexing error (device assert on CUDA).
+    No host synchronisation means no raised data errors: a row holding a NaN or infinite
+    probability is returned as all -1 (invalid input, never a token), a residual with no mass
+    (p == q) falls back to ``p_i``, and out-of-range ids raise an indexing error (device assert
+    on CUDA).
 
     Example::
 
@@ -163,7 +164,12 @@ def torch_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> to
     padded = torch.cat([ids, torch.zeros((batch, 1), dtype=torch.int64, device=device)], dim=1)
     out = torch.where(cols < stop[:, None], padded, torch.full_like(padded, -1))
     out.scatter_(1, stop[:, None], token[:, None])
-    return out
+    # A row with a NaN or infinite probability anywhere is invalid input: mark it all -1 rather
+    # than turn garbage into a token (decided on the device, no host synchronisation).
+    invalid = ~torch.isfinite(p_sum).all(dim=1)
+    if gamma:
+        invalid |= ~torch.isfinite(q_sum).all(dim=1)
+    return torch.where(invalid[:, None], torch.full_like(out, -1), out)
 
 
 def _as_torch_model(model, device, name):

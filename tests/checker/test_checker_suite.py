@@ -567,3 +567,17 @@ def test_malformed_output_is_a_finding_even_without_the_contract_check():
     report = _run_misbehaving(verify, checks=["first_token"])
     assert not report.passed
     assert any(f.check == "contract" and "shape" in f.message for f in report.failures), _describe(report)
+
+
+def test_non_finite_probe_separates_guarded_from_unguarded_verifiers():
+    """numpy_verify raises on a NaN row it reads; a verifier that samples it anyway is a finding."""
+
+    def unguarded(*, draft_token_ids, draft_probs, target_probs, generator):
+        return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs,
+                            target_probs=np.nan_to_num(target_probs, nan=1.0 / target_probs.shape[-1]),
+                            generator=generator)
+
+    good = _run_misbehaving(numpy_verify, checks=["contract", "non_finite"])
+    bad = _run_misbehaving(unguarded, checks=["contract", "non_finite"])
+    assert good.passed, _describe(good)
+    assert [f.check for f in bad.failures] == ["non_finite"], _describe(bad)

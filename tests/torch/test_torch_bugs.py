@@ -61,7 +61,8 @@ def _verify(bug=None):
         padded = torch.cat([ids, torch.zeros((batch, 1), dtype=torch.int64)], 1)
         out = torch.where(cols < stop[:, None], padded, torch.full_like(padded, -1))
         out[rows, stop] = token
-        return out
+        invalid = ~torch.isfinite(draft_probs.float().sum((1, 2)) + target_probs.float().sum((1, 2)))
+        return torch.where(invalid[:, None], torch.full_like(out, -1), out)  # as torch_verify: NaN rows -> -1
 
     verify.__name__ = verify.__qualname__ = f"torch_{bug or 'control'}"
     return verify

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU check for the torch backend: the torch tests (CUDA ones included) and the torch benchmark on CUDA.
+# Finishes within 5 minutes on one modern GPU; writes everything to $OUT/gpu_check_results.txt
+# (or ./gpu_check_results.txt when OUT is unset). Usage: bash benchmarks/gpu_check.sh
+set -u
+cd "$(dirname "$0")/.."
+RESULTS="${OUT:-.}/gpu_check_results.txt"
+mkdir -p "$(dirname "$RESULTS")"
+: > "$RESULTS"
+log() { echo "$*" | tee -a "$RESULTS"; }
+
+log "== gpu_check $(date -u +%FT%TZ) on $(hostname)"
+python - <<'PY' 2>&1 | tee -a "$RESULTS"
+import torch
+print("torch", torch.__version__, "cuda available:", torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
+PY
+if ! pip show specdec-check >/dev/null 2>&1; then
+  log "== installing the package (editable, no dependencies)"
+  pip install -q --no-deps -e . 2>&1 | tail -2 | tee -a "$RESULTS"
+fi
+
+log "== pytest tests/torch (CUDA tests run when a GPU is present)"
+SPECDEC_TORCH_THREADS=4 timeout 170 python -m pytest tests/torch -q -rs -p no:cacheprovider --durations=10 2>&1 \
+  | tail -60 | tee -a "$RESULTS"
+log "pytest exit status: ${PIPESTATUS[0]}"
+
+log "== benchmark: torch_verify on cuda (float32, bfloat16) vs numpy_verify on the host"
+timeout 90 python benchmarks/bench_torch.py --device cuda --dtype float32 --batch 100000 --repeats 3 2>&1 \
+  | tee -a "$RESULTS"
+timeout 30 python benchmarks/bench_torch.py --device cuda --dtype bfloat16 --batch 100000 --repeats 5 --skip-numpy \
+  2>&1 | tee -a "$RESULTS"
+log "== done $(date -u +%FT%TZ)"

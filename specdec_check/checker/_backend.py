@@ -13,6 +13,7 @@ class Backend:
     """Interface between the checker (float64 numpy laws) and the sampler's array world."""
 
     name: str = "abstract"
+    read_only_inputs = False  # True when writes into the inputs raise (no snapshot needed)
     device: str | None = None
     dtype: str = "float64"
     #: Relative/absolute slack of impossible-event checks for this dtype.
@@ -54,11 +55,19 @@ class NumpyBackend(Backend):
     def law_rows(self, rows):
         return rows
 
+    #: Inputs are handed over as read-only views: a write raises inside the verifier (no copy needed).
+    read_only_inputs = True
+
     def verifier_inputs(self, draft_token_ids, draft_probs, target_probs):
-        # Copies: the checker keeps the originals, so a verifier that writes into its inputs can
-        # neither corrupt the laws nor hide the write.
-        return {"draft_token_ids": draft_token_ids.copy(), "draft_probs": draft_probs.copy(),
-                "target_probs": target_probs.copy()}
+        # Read-only views cost nothing, and a verifier that writes into its inputs can neither
+        # corrupt the checker's laws nor hide the write: numpy raises at the write.
+        views = {}
+        for name, array in (("draft_token_ids", draft_token_ids), ("draft_probs", draft_probs),
+                            ("target_probs", target_probs)):
+            view = array.view()
+            view.setflags(write=False)
+            views[name] = view
+        return views
 
     def to_host(self, output):
         return output if isinstance(output, np.ndarray) else np.asarray(output)

@@ -8,8 +8,8 @@ import traceback
 import numpy as np
 
 from .. import stats
-from ..exact import acceptance_probabilities, encode_emitted, num_step_outcomes, path_accepted_count_law
-from ..exact import path_step_law, residual_probs, step_law
+from ..exact import encode_emitted, num_step_outcomes, step_law
+from ..exact._enumerate import _acceptance, _count_law, _path_step_law
 from ..scenarios import VerifierScenario, default_verifier_battery
 from ._callables import VERIFIER_KEYWORDS
 from ._outputs import contract_violation, impossible_events, parse_step
@@ -34,6 +34,8 @@ VERIFIER_CHECKS = (
 )
 #: Law checks whose failure means the output law is wrong (not merely inefficient).
 _OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_invariance")
+#: Rows per call in the determinism and independence checks (pairs, not power, are what they need).
+_RANDOMNESS_ROWS = 4096
 #: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row.
 _PATH_LAW_MAX_VOCAB = 1000
 
@@ -110,18 +112,19 @@ class _ScenarioRun(ScenarioRunBase):
 
     def call(self, draw, seed, check="contract"):
         kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
-        watch = "contract" in self.checks
-        if watch and self.backend.name == "numpy":
-            originals = {"draft_token_ids": draw.draft_token_ids, "draft_probs": draw.draft_probs,
-                         "target_probs": draw.target_probs}
-        else:
-            originals = _snapshot(kwargs) if watch else None
+        watch = "contract" in self.checks and not self.backend.read_only_inputs
+        originals = _snapshot(kwargs) if watch else None
         self.calls += 1
         try:
             out = self.verify(**kwargs, generator=self.backend.generator(seed))
         except Exception as exc:  # the verifier's own error becomes a finding
-            tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-            self.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": "".join(tb[-6:])})
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+            if self.backend.read_only_inputs and "read-only" in str(exc):
+                changed = self.modified_inputs(kwargs, seed)
+                self.fail("contract", f"the verifier modified its input(s) {changed} in place ({type(exc).__name__} "
+                          f"on the read-only inputs: {exc})", {"modified": changed, "traceback": tb})
+            else:
+                self.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
             self.stopped = True
             return None
         if originals is not None:
@@ -143,6 +146,15 @@ class _ScenarioRun(ScenarioRunBase):
             self.stopped = True
             return None
         return out
+
+    def modified_inputs(self, kwargs, seed) -> list:
+        """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
+        copies = {k: np.array(v, copy=True) for k, v in kwargs.items()}
+        try:
+            self.verify(**copies, generator=self.backend.generator(seed))
+        except Exception:  # noqa: BLE001 - only the names of the modified inputs matter here
+            pass
+        return [k for k in kwargs if not np.array_equal(copies[k], kwargs[k], equal_nan=True)] or ["(unknown)"]
 
     def non_finite_probe(self):
         """Row 0 gets an all-NaN first target row (always read): the verifier must raise or return -1s.
@@ -253,29 +265,30 @@ class _ScenarioRun(ScenarioRunBase):
                 self.stopped = True
                 return False
         batch = out.shape[0]
-        rows = np.arange(batch)
-        count_law = path_accepted_count_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        accept = _acceptance(draw.draft_token_ids, draw.draft_probs, draw.target_probs)  # [B, g]
+        count_law = _count_law(accept)
         self.accepted_total += float(step.accepted.sum())
         self.accepted_expected += float((count_law @ np.arange(gamma + 1)).sum())
         self.emitted_total += int(step.emitted.sum())
         if gamma:
             self.first_accepted += int((step.accepted >= 1).sum())
-            self.first_accept_probs.append(
-                acceptance_probabilities(draw.draft_token_ids, draw.draft_probs, draw.target_probs)[:, 0])
+            self.first_accept_probs.append(accept[:, 0])
         try:
             if "first_token" in tallies:
                 tallies["first_token"].add(out[:, 0], draw.target_probs[:, 0], pit_rng)
             if "stop_conditional" in tallies:
-                has = step.final >= 0
+                has = np.flatnonzero(step.final >= 0)
                 k = step.accepted[has]
-                laws = np.where((k < gamma)[:, None],
-                                residual_probs(draw.draft_probs, draw.target_probs)[rows[has], np.minimum(k, gamma - 1)],
-                                draw.target_probs[rows[has], gamma])
+                laws = draw.target_probs[has, k]  # bonus row where k == gamma, else p_k ...
+                if gamma:  # ... minus q_k, clipped and normalised, where the step stopped at a rejection
+                    rejected = k < gamma
+                    residual = np.maximum(laws[rejected] - draw.draft_probs[has[rejected], k[rejected]], 0.0)
+                    laws[rejected] = residual / residual.sum(axis=1, keepdims=True)
                 tallies["stop_conditional"].add(step.final[has], laws, pit_rng)
             if "accepted_count" in tallies:
                 tallies["accepted_count"].add(step.accepted, count_law, pit_rng)
             if "step_law" in tallies and not self.bonus_missing:
-                law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs).reshape(batch, -1)
+                law = _path_step_law(accept, draw.draft_probs, draw.target_probs).reshape(batch, -1)
                 tallies["step_law"].add(step.accepted * s.vocab_size + step.final, law, pit_rng)
         except ValueError as exc:  # a sample on a zero-probability outcome
             self.fail("impossible", f"an output has probability zero under the exact law: {exc}")
@@ -302,16 +315,25 @@ class _ScenarioRun(ScenarioRunBase):
 
     # -- randomness ----------------------------------------------------------------------------------
     def collision_probs(self, draw):
-        law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        law = _path_step_law(_acceptance(draw.draft_token_ids, draw.draft_probs, draw.target_probs), draw.draft_probs,
+                             draw.target_probs)
         gamma = self.scenario.gamma
         if self.bonus_missing:
             return (law[:, :gamma] ** 2).sum(axis=(1, 2)) + law[:, gamma].sum(axis=1) ** 2
         return (law**2).sum(axis=(1, 2))
 
+    def small_draw(self, limit=_RANDOMNESS_ROWS):
+        """A draw cut to at most ``limit`` rows: randomness checks need pairs, not huge calls."""
+        draw = self.draw()
+        if draw.draft_token_ids.shape[0] <= limit:
+            return draw
+        return type(draw)(draw.draft_token_ids[:limit], draw.draft_probs[:limit], draw.target_probs[:limit],
+                          draw.pool_index[:limit])
+
     def randomness(self):
         s = self.scenario
         if "determinism" in self.checks:
-            draw = self.draw()
+            draw = self.small_draw()
             seed = self.next_seed()
             first = self.call(draw, seed, "determinism")
             second = self.call(draw, seed, "determinism") if first is not None else None
@@ -342,9 +364,9 @@ class _ScenarioRun(ScenarioRunBase):
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
                 break
-            draw = self.draw()
+            draw = self.small_draw()
             if within_call:
-                half = s.rows_per_call // 2
+                half = min(s.rows_per_call, _RANDOMNESS_ROWS) // 2
                 pick = np.repeat(np.arange(half), 2)
                 draw = type(draw)(draw.draft_token_ids[pick], draw.draft_probs[pick], draw.target_probs[pick],
                                   draw.pool_index[pick])
@@ -395,7 +417,8 @@ class _ScenarioRun(ScenarioRunBase):
                 step = parse_step(out, one.draft_token_ids)
                 if step.final[0] < 0:
                     continue
-                law = path_step_law(one.draft_token_ids, one.draft_probs, one.target_probs).reshape(1, -1)
+                law = _path_step_law(_acceptance(one.draft_token_ids, one.draft_probs, one.target_probs),
+                                     one.draft_probs, one.target_probs).reshape(1, -1)
                 try:
                     tally.add(step.accepted * s.vocab_size + step.final, law, pit_rng)
                 except ValueError as exc:

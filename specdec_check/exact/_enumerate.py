@@ -150,7 +150,11 @@ def acceptance_probabilities(draft_token_ids, draft_probs, target_probs) -> np.n
     A drafted token with draft probability 0 and target probability > 0 is accepted with
     probability 1 (the ratio is +inf); with both 0 the ratio is undefined and this returns 0.
     """
-    ids, draft_probs, target_probs = _check_path(draft_token_ids, draft_probs, target_probs)
+    return _acceptance(*_check_path(draft_token_ids, draft_probs, target_probs))
+
+
+def _acceptance(ids, draft_probs, target_probs):
+    """:func:`acceptance_probabilities` without input validation (for callers that built the rows)."""
     gamma = ids.shape[1]
     p = np.take_along_axis(target_probs[:, :gamma], ids[..., None], axis=2)[..., 0]
     q = np.take_along_axis(draft_probs, ids[..., None], axis=2)[..., 0]
@@ -180,8 +184,12 @@ def path_step_law(draft_token_ids, draft_probs, target_probs) -> np.ndarray:
     (Leviathan et al. 2023, Algorithm 1).
     """
     ids, draft_probs, target_probs = _check_path(draft_token_ids, draft_probs, target_probs)
-    accept = acceptance_probabilities(ids, draft_probs, target_probs)
-    batch, gamma = ids.shape
+    return _path_step_law(_acceptance(ids, draft_probs, target_probs), draft_probs, target_probs)
+
+
+def _path_step_law(accept, draft_probs, target_probs):
+    """:func:`path_step_law` from precomputed acceptance probabilities, without validation."""
+    batch, gamma = accept.shape
     reach = np.concatenate([np.ones((batch, 1)), np.cumprod(accept, axis=1)], axis=1)  # P(K >= k)
     law = np.empty_like(target_probs)
     law[:, :gamma] = (reach[:, :gamma] * (1.0 - accept))[..., None] * residual_probs(draft_probs, target_probs)
@@ -194,9 +202,12 @@ def path_accepted_count_law(draft_token_ids, draft_probs, target_probs) -> np.nd
 
     ``P(K = k) = prod_{i<=k} a_i * (1 - a_{k+1})`` (last factor 1 when k = gamma).
     """
-    ids, draft_probs, target_probs = _check_path(draft_token_ids, draft_probs, target_probs)
-    accept = acceptance_probabilities(ids, draft_probs, target_probs)
-    batch, gamma = ids.shape
+    return _count_law(acceptance_probabilities(draft_token_ids, draft_probs, target_probs))
+
+
+def _count_law(accept):
+    """:func:`path_accepted_count_law` from precomputed acceptance probabilities."""
+    batch = accept.shape[0]
     reach = np.concatenate([np.ones((batch, 1)), np.cumprod(accept, axis=1)], axis=1)
     stop = np.concatenate([1.0 - accept, np.ones((batch, 1))], axis=1)
     return reach * stop

@@ -99,11 +99,13 @@ VERIFIER_BUGS = (
     _v("target_rows_shifted", B.target_rows_shifted,
        "Position i is tested and recovered against the target row i+1 (off by one).", NO_REPORT),
     _v("sampled_match", B.sampled_match,
-       "Sampled-verify: accept iff an independent target draw equals the draft; exact, acceptance sum p*q < sum min(p, q).",
-       "llama.cpp common/speculative.cpp (peers.md 5); lablup/mlxcel PR #992", "inefficiency"),
+       "Sampled-verify: accept iff an independent target draw equals the draft; lossless, but not the standard rule "
+       "(it rejects drafts with p >= q), so the checker, which verifies the standard rule, reports it as a failure.",
+       "llama.cpp common/speculative.cpp (peers.md 5); lablup/mlxcel PR #992", "failure"),
     _v("one_hot_rule_on_stochastic_draft", B.one_hot_rule_on_stochastic_draft,
-       "The draft is treated as one-hot (accept w.p. p(x), recover from p with x zeroed): exact, but acceptance sum p*q.",
-       "vllm-project/vllm PR #40651 / issue #40551", "inefficiency"),
+       "The draft is treated as one-hot (accept w.p. p(x), recover from p with x zeroed): lossless, acceptance sum p*q, "
+       "but not the standard rule (it rejects drafts with p >= q), so it is reported as a failure.",
+       "vllm-project/vllm PR #40651 / issue #40551", "failure"),
 )
 
 GENERATOR_BUGS = (

@@ -105,12 +105,14 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
         q_x = draft_probs[rows, k, x]
         report(rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
                "{count} row(s) rejected a draft whose target probability is at least its draft probability "
-               "(acceptance probability 1); first: row {row}", k, x, target_prob=p_x, draft_prob=q_x)
+               "(acceptance probability 1 under the standard rule); first: row {row}", k, x, target_prob=p_x,
+               draft_prob=q_x)
         y = np.maximum(step.final, 0)
         p_y = target_probs[rows, k, y]
         q_y = draft_probs[rows, k, y]
         report(rejected & _at_least(q_y, p_y, tolerance),
-               "{count} row(s) recovered a token where the residual max(0, p - q) is zero; first: row {row}",
+               "{count} row(s) recovered a token where the residual max(0, p - q) is zero (impossible under the "
+               "standard rule); first: row {row}",
                k, y, target_prob=p_y, draft_prob=q_y)
         accepted_any = step.accepted[:, None] > np.arange(gamma)
         p_all = np.take_along_axis(target_probs[:, :gamma], draft_token_ids[..., None], axis=2)[..., 0]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_arrays", "assemble", "first_rejection", "gumbel_argmax", "inverse_cdf", "probs_at", "residual"]
+__all__ = ["as_arrays", "assemble", "final_rows", "first_rejection", "gumbel_argmax", "inverse_cdf", "probs_at",
+           "residual"]
 
 
 def as_arrays(draft_token_ids, draft_probs, target_probs):
@@ -78,3 +79,14 @@ def assemble(ids: np.ndarray, stop: np.ndarray, token: np.ndarray) -> np.ndarray
         out[:, :gamma] = np.where(np.arange(gamma) < stop[:, None], ids, -1)
     out[np.arange(batch), stop] = token
     return out
+
+
+def final_rows(ids, draft, target, stop):
+    """The row the final token comes from, unnormalised: ``max(0, p_s - q_s)`` at a rejection s < g, ``p_g`` else."""
+    batch, gamma = ids.shape
+    rows = np.arange(batch)
+    final = target[rows, stop].copy()
+    rec = stop < gamma
+    if rec.any():
+        final[rec] = residual(target[rows[rec], stop[rec]], draft[rows[rec], stop[rec]])
+    return final

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import as_arrays, assemble, first_rejection, gumbel_argmax, inverse_cdf, probs_at, residual
+from ._common import as_arrays, assemble, final_rows, first_rejection, gumbel_argmax, inverse_cdf, probs_at, residual
 
 __all__ = [
     "complement_uniform_verify",
@@ -19,14 +19,6 @@ __all__ = [
 ]
 
 
-def _final_rows(ids, draft, target, stop):
-    batch, gamma = ids.shape
-    rows = np.arange(batch)
-    final = target[rows, stop].copy()
-    rec = stop < gamma
-    if rec.any():
-        final[rec] = residual(target[rows[rec], stop[rec]], draft[rows[rec], stop[rec]])
-    return final
 
 
 def gumbel_residual_verify(*, draft_token_ids, draft_probs, target_probs, generator):
@@ -41,7 +33,7 @@ def gumbel_residual_verify(*, draft_token_ids, draft_probs, target_probs, genera
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q_at > 0, p_at / np.where(q_at > 0, q_at, 1.0), np.inf)
     stop = first_rejection(~(u < np.minimum(1.0, ratio)))
-    final = _final_rows(ids, q, p, stop)
+    final = final_rows(ids, q, p, stop)
     noise = generator.exponential(size=final.shape)
     return assemble(ids, stop, gumbel_argmax(final, noise))
 
@@ -53,7 +45,7 @@ def complement_uniform_verify(*, draft_token_ids, draft_probs, target_probs, gen
     batch, gamma = ids.shape
     u = generator.random((batch, gamma + 1))
     stop = first_rejection((1.0 - u[:, :gamma]) * probs_at(q, ids) > probs_at(p, ids))
-    final = _final_rows(ids, q, p, stop)
+    final = final_rows(ids, q, p, stop)
     vocab = final.shape[1]
     token = vocab - 1 - inverse_cdf(final[:, ::-1], u[:, gamma])
     return assemble(ids, stop, token)
@@ -92,7 +84,7 @@ def lazy_uniform_verify(*, draft_token_ids, draft_probs, target_probs, generator
         rej = u * q_at[alive, i] >= p_at[alive, i]
         stop[alive[rej]] = i
         alive = alive[~rej]
-    final = _final_rows(ids, q, p, stop)
+    final = final_rows(ids, q, p, stop)
     return assemble(ids, stop, inverse_cdf(final, generator.random(batch)))
 
 
@@ -114,7 +106,7 @@ def one_hot_aware_verify(*, draft_token_ids, draft_probs, target_probs, generato
     rejected = np.where(one_hot, u_hot >= p_at, u_std * q_at >= p_at)
     stop = first_rejection(rejected)
     rows = np.arange(batch)
-    final = _final_rows(ids, q, p, stop)
+    final = final_rows(ids, q, p, stop)
     hot = (stop < gamma) & one_hot[rows, np.minimum(stop, max(gamma - 1, 0))] if gamma else np.zeros(batch, bool)
     if hot.any():
         r = rows[hot]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_token_array, check_gamma
-from ..models import last_token_probs, vocab_size_of
+from ..models import last_token_probs
 from ..samplers import categorical, numpy_verify
+from ..samplers._numpy_generate import check_generate_args
 
 __all__ = [
     "bonus_dropped_from_context",
@@ -25,15 +25,7 @@ __all__ = [
 
 def _loop(*, target, draft, prompts, max_new_tokens, gamma, generator, bug: str, verify=numpy_verify):
     """The reference loop; ``bug`` selects the one change (see the public wrappers)."""
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a numpy.random.Generator; got {type(generator).__name__}.")
-    gamma = check_gamma(gamma)
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an int >= 0; got {max_new_tokens!r}.")
-    vocab = vocab_size_of(target)
-    if vocab_size_of(draft) != vocab:
-        raise ValueError(f"target and draft must share a vocabulary; got V={vocab} and V={vocab_size_of(draft)}.")
-    prompts = as_token_array(prompts, vocab_size=vocab, name="prompts")
+    gamma, vocab, prompts = check_generate_args(target, draft, prompts, max_new_tokens, gamma, generator)
     batch, prompt_len = prompts.shape
     # Rows may hold more than max_new_tokens + gamma + 1 columns of context under the bugs
     # (context and output diverge), so the output is kept apart from the context.

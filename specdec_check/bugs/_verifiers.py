@@ -13,6 +13,7 @@ import numpy as np
 
 from ..samplers import numpy_verify
 from ._common import as_arrays, assemble, first_rejection, inverse_cdf, probs_at, residual
+from ._common import final_rows as reference_final_rows
 
 __all__ = [
     "accepted_count_without_prefix",
@@ -49,21 +50,12 @@ def _standard(ids, draft, target, uniforms, *, rejected=None, final_rows=None, f
         rejected = uniforms[:, :gamma] * probs_at(draft, ids) >= probs_at(target, ids)
     stop = first_rejection(rejected)
     if final_rows is None:
-        final_rows = _reference_final_rows
+        final_rows = reference_final_rows
     final = final_rows(ids, draft, target, stop)
     u = uniforms[rows, gamma] if final_uniform is None else final_uniform
     return stop, inverse_cdf(final, u, normalise=normalise)
 
 
-def _reference_final_rows(ids, draft, target, stop):
-    """norm(max(0, p_s - q_s)) at the stop position s < g, p_g when all were accepted (unnormalised)."""
-    batch, gamma = ids.shape
-    rows = np.arange(batch)
-    final = target[rows, stop].copy()
-    rec = stop < gamma
-    if rec.any():
-        final[rec] = residual(target[rows[rec], stop[rec]], draft[rows[rec], stop[rec]])
-    return final
 
 
 # --- wrong recovery law -------------------------------------------------------------------------
@@ -277,7 +269,7 @@ def accepted_count_without_prefix(*, draft_token_ids, draft_probs, target_probs,
     u = generator.random((batch, gamma + 1))
     passed = u[:, :gamma] * probs_at(q, ids) < probs_at(p, ids)
     stop = passed.sum(axis=1).astype(np.int64)
-    final = _reference_final_rows(ids, q, p, stop)
+    final = reference_final_rows(ids, q, p, stop)
     return assemble(ids, stop, inverse_cdf(final, u[:, gamma]))
 
 
@@ -325,7 +317,7 @@ def bonus_from_wrong_row(*, draft_token_ids, draft_probs, target_probs, generato
     u = generator.random((batch, gamma + 1))
 
     def wrong(i, d, t, s):
-        final = _reference_final_rows(i, d, t, s)
+        final = reference_final_rows(i, d, t, s)
         full = s == gamma
         final[full] = t[rows[full], max(gamma - 1, 0)]
         return final
@@ -361,7 +353,7 @@ def recovered_with_failed_uniform(*, draft_token_ids, draft_probs, target_probs,
     u = generator.random((batch, gamma + 1))
     rejected = u[:, :gamma] * probs_at(q, ids) >= probs_at(p, ids)
     stop = first_rejection(rejected)
-    final = _reference_final_rows(ids, q, p, stop)
+    final = reference_final_rows(ids, q, p, stop)
     return assemble(ids, stop, inverse_cdf(final, u[rows, stop]))
 
 

@@ -8,7 +8,7 @@ from .._validation import as_token_array, check_gamma
 from ..models import last_token_probs, vocab_size_of
 from ._numpy_verify import numpy_verify
 
-__all__ = ["categorical", "numpy_generate"]
+__all__ = ["categorical", "check_generate_args", "numpy_generate"]
 
 
 def categorical(probs: np.ndarray, generator: np.random.Generator) -> np.ndarray:
@@ -21,14 +21,8 @@ def categorical(probs: np.ndarray, generator: np.random.Generator) -> np.ndarray
     return token
 
 
-def numpy_generate(*, target, draft, prompts, max_new_tokens, gamma, generator, verify=numpy_verify) -> np.ndarray:
-    """Speculative decoding of ``max_new_tokens`` tokens per prompt (Leviathan et al. 2023).
-
-    Each step drafts ``gamma`` tokens autoregressively from ``draft``, scores all
-    ``gamma + 1`` positions with one call of ``target``, runs ``verify`` and advances
-    each chain by its own number of emitted tokens. ``prompts`` is int [B, P] with
-    ``-1`` padding allowed; returns int64 [B, max_new_tokens].
-    """
+def check_generate_args(target, draft, prompts, max_new_tokens, gamma, generator):
+    """Validate the decode-loop contract's arguments; return ``(gamma, vocab_size, prompts int64)``."""
     if not isinstance(generator, np.random.Generator):
         raise TypeError(f"generator must be a numpy.random.Generator; got {type(generator).__name__}.")
     gamma = check_gamma(gamma)
@@ -37,7 +31,18 @@ def numpy_generate(*, target, draft, prompts, max_new_tokens, gamma, generator, 
     vocab = vocab_size_of(target)
     if vocab_size_of(draft) != vocab:
         raise ValueError(f"target and draft must share a vocabulary; got V={vocab} and V={vocab_size_of(draft)}.")
-    prompts = as_token_array(prompts, vocab_size=vocab, name="prompts")
+    return gamma, vocab, as_token_array(prompts, vocab_size=vocab, name="prompts")
+
+
+def numpy_generate(*, target, draft, prompts, max_new_tokens, gamma, generator, verify=numpy_verify) -> np.ndarray:
+    """Speculative decoding of ``max_new_tokens`` tokens per prompt (Leviathan et al. 2023).
+
+    Each step drafts ``gamma`` tokens autoregressively from ``draft``, scores all
+    ``gamma + 1`` positions with one call of ``target``, runs ``verify`` and advances
+    each chain by its own number of emitted tokens. ``prompts`` is int [B, P] with
+    ``-1`` padding allowed; returns int64 [B, max_new_tokens].
+    """
+    gamma, vocab, prompts = check_generate_args(target, draft, prompts, max_new_tokens, gamma, generator)
     batch, prompt_len = prompts.shape
     # Column 0 is padding so that position "after the prompt" always exists, even for empty prompts.
     width = 1 + prompt_len + max_new_tokens + gamma + 1

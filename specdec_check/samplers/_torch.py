@@ -134,7 +134,6 @@ def torch_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> to
     """
     ids, q, p = _check_verify_inputs(draft_token_ids, draft_probs, target_probs, generator)
     batch, gamma = ids.shape
-    vocab = p.shape[-1]
     compute = _compute_dtype(torch.promote_types(p.dtype, q.dtype))
     device = p.device
     p_sum = _row_sums(p, compute)  # [B, gamma+1]

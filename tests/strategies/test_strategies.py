@@ -359,8 +359,13 @@ def test_hypothesis_setup_hook_registers_types():
     from specdec_check.strategies import _hypothesis_setup_hook
 
     _hypothesis_setup_hook()
-    assert isinstance(st.from_type(DistributionPair).example(), DistributionPair)
-    assert isinstance(st.from_type(SpecConfig).example(), SpecConfig)
+
+    @settings(max_examples=5, database=None, derandomize=True)
+    @given(st.from_type(DistributionPair), st.from_type(SpecConfig))
+    def registered(pair, config):
+        assert isinstance(pair, DistributionPair) and isinstance(config, SpecConfig)
+
+    registered()
 
 
 def test_all_is_sorted():

@@ -11,7 +11,8 @@ off, never frequency knobs.
 >>> distribution_pairs(max_vocab=4).example()  # doctest: +SKIP
 DistributionPair(target=[0.25 0.75], draft=[1 0], case='one_hot_draft')
 
-Registered with Hypothesis (``st.from_type``) through the ``hypothesis`` entry point.
+The value types are registered with Hypothesis (``st.from_type``) when this package is
+imported; the ``hypothesis`` entry point (:mod:`specdec_check._hypothesis_hook`) imports it.
 """
 
 from ._configs import SpecConfig, spec_configs
@@ -50,10 +51,13 @@ __all__ = [
 
 
 def _hypothesis_setup_hook() -> None:
-    """Register default strategies for this package's value types (run by Hypothesis' entry point)."""
+    """Register default strategies for this package's value types (idempotent)."""
     from hypothesis import strategies as st
 
     st.register_type_strategy(DistributionPair, distribution_pairs())
     st.register_type_strategy(SpecConfig, spec_configs())
     st.register_type_strategy(VerifierInputs, verifier_inputs())
     st.register_type_strategy(ModelPair, markov_model_pairs())
+
+
+_hypothesis_setup_hook()

@@ -373,3 +373,17 @@ def test_all_is_sorted():
 
     assert s.__all__ == sorted(s.__all__)
     assert all(hasattr(s, name) for name in s.__all__)
+
+
+@pytest.mark.parametrize("first", ["specdec_check.strategies", "hypothesis"])
+def test_import_order_does_not_matter(first):
+    """Hypothesis runs its entry points while it is imported; importing the strategies first must still work."""
+    import subprocess
+    import sys
+
+    code = (f"import {first}\n"
+            "import hypothesis.strategies as st\n"
+            "from specdec_check.strategies import SpecConfig\n"
+            "assert st.from_type(SpecConfig) is not None\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -10,6 +10,7 @@ from scipy import stats
 
 from ._lattice import g_terms, lattice_law
 from ._pooling import DEFAULT_MAX_BINS, pool, sorted_order
+from ._results import TestResultMixin
 from ._power import _mdtv_bins, _poisson_at_mean
 from ._tv import _expected_null_tv, _tv, tv_deviation_radius
 from ._validation import _alpha_iv, _counts_iv, _probs_iv
@@ -20,23 +21,10 @@ N_PARTS = 3  # Bonferroni split of alpha: G, weighted G, max-cell
 _ORDER_CACHE: "OrderedDict[bytes, np.ndarray]" = OrderedDict()
 
 
-def _builtin(x):
-    if isinstance(x, dict):
-        return {str(k): _builtin(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_builtin(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        x = float(x)
-        return x if np.isfinite(x) else None  # strict JSON has no inf/nan
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    return x
 
 
 @dataclass(frozen=True)
-class IdentityTestResult:
+class IdentityTestResult(TestResultMixin):
     """Result of :func:`identity_test`.
 
     ``statistic`` is the G statistic of the pooled bins (0 if not computed);
@@ -61,15 +49,6 @@ class IdentityTestResult:
     pvalue_maxcell: float = 1.0
     pvalue_weighted: float = 1.0
 
-    @property
-    def rejected(self) -> bool:
-        return bool(self.pvalue <= self.alpha)
-
-    def to_dict(self) -> dict:
-        """Plain builtins only (strict-JSON safe: a non-finite statistic becomes ``None``)."""
-        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        d["rejected"] = self.rejected
-        return _builtin(d)
 
 
 def support_violations(counts, probs):

@@ -114,7 +114,6 @@ def _bin_laws(mu, h, w, GRID):
 
 def _tree(laws, over, theta, h, GRID):
     """Convolve all rows; returns (tail probabilities array length GRID+1, overflow)."""
-    B = laws.shape[0]
     j = np.arange(GRID)
     tilt = -theta * h * j  # log of untilt factor
     with np.errstate(divide="ignore"):

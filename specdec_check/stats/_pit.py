@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._identity import _builtin, identity_test
+from ._identity import identity_test
+from ._results import TestResultMixin
 from ._validation import _alpha_iv, _positive_int_iv, _probs_iv, _rng_iv
 
 __all__ = ["UniformityTestResult", "randomized_pit", "pit_test", "pit_support_violations"]
@@ -14,7 +15,7 @@ _BLOCK = 1 << 16
 
 
 @dataclass(frozen=True)
-class UniformityTestResult:
+class UniformityTestResult(TestResultMixin):
     """Result of :func:`pit_test`; ``support_violations`` are ``(sample_index, outcome)`` pairs."""
 
     statistic: float
@@ -25,14 +26,6 @@ class UniformityTestResult:
     method: str
     support_violations: tuple
 
-    @property
-    def rejected(self) -> bool:
-        return bool(self.pvalue <= self.alpha)
-
-    def to_dict(self) -> dict:
-        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        d["rejected"] = self.rejected
-        return _builtin(d)
 
 
 def _pit_iv(samples, probs_rows, row_index):

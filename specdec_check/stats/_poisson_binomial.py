@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sfft
 
+from ._results import TestResultMixin
 from ._validation import _alpha_iv
 
 __all__ = ["PoissonBinomialResult", "poisson_binomial_test", "poisson_binomial_pmf"]
@@ -16,7 +17,7 @@ FFT_ABS_ERR = 1e-13  # allowance for FFT round-off in merged pmfs (added to p-va
 
 
 @dataclass(frozen=True)
-class PoissonBinomialResult:
+class PoissonBinomialResult(TestResultMixin):
     """Result of :func:`poisson_binomial_test` (``statistic`` = number of successes)."""
 
     statistic: int
@@ -27,14 +28,6 @@ class PoissonBinomialResult:
     method: str
     alternative: str = "two-sided"
 
-    @property
-    def rejected(self) -> bool:
-        return bool(self.pvalue <= self.alpha)
-
-    def to_dict(self) -> dict:
-        return {"statistic": int(self.statistic), "pvalue": float(self.pvalue), "alpha": float(self.alpha),
-                "n": int(self.n), "expected": float(self.expected), "method": str(self.method),
-                "alternative": str(self.alternative), "rejected": self.rejected}
 
 
 def _rewindow(a, off, mean, width, t):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from ._identity import _builtin
+from ._results import to_builtin
 from ._pooling import pool
 from ._validation import _alpha_iv, _counts_iv, _probs_iv
 
@@ -53,7 +53,7 @@ class SequentialTestResult:
     support_violations: tuple = ()
 
     def to_dict(self) -> dict:
-        return _builtin({f: getattr(self, f) for f in self.__dataclass_fields__})
+        return to_builtin({f: getattr(self, f) for f in self.__dataclass_fields__})
 
 
 class SequentialIdentityTest:

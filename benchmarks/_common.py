@@ -124,9 +124,9 @@ class TimedScenario(VerifierScenario):
         super().__post_init__()
         object.__setattr__(self, "draw_s", 0.0)
 
-    def draw(self, rng, law_rows=lambda rows: rows, *, pool=None):
+    def draw(self, rng, law_rows=None, *, pool=None, rows=None):
         start = time.perf_counter()
-        out = super().draw(rng, law_rows, pool=pool)
+        out = super().draw(rng, law_rows, pool=pool, rows=rows)
         object.__setattr__(self, "draw_s", self.draw_s + time.perf_counter() - start)
         return out
 

@@ -18,6 +18,8 @@ class Backend:
     dtype: str = "float64"
     #: Relative/absolute slack of impossible-event checks for this dtype.
     tolerance: float = 0.0
+    #: Whether :meth:`law_rows` changes rows (a cast); when False scenarios skip it.
+    casts_rows: bool = True
 
     def generator(self, seed: int):
         raise NotImplementedError
@@ -48,6 +50,7 @@ class NumpyBackend(Backend):
     name = "numpy"
     dtype = "float64"
     tolerance = 0.0  # the sampler sees exactly the float64 rows the laws are computed from
+    casts_rows = False
 
     def generator(self, seed: int):
         return np.random.Generator(np.random.PCG64(seed))

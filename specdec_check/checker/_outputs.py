@@ -75,14 +75,18 @@ def _at_least(a, b, tol):
     return a >= b + tol * np.maximum(np.abs(a), np.abs(b)) + (tol * 1e-3 if tol else 0.0)
 
 
-def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_probs, *, tolerance: float):
+def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_probs, *, tolerance: float,
+                      gathered=None):
     """Return a list of ``(message, evidence)`` for events of probability zero under the exact rule.
 
     - a draft rejected although ``p(x) >= q(x)`` (its acceptance probability is 1);
     - a draft accepted although ``p(x) = 0``;
     - a recovered token where the residual ``max(0, p - q)`` is zero;
     - a bonus token of target probability zero.
-    ``tolerance`` widens each comparison for low-precision backends.
+    ``tolerance`` widens each comparison for low-precision backends. ``gathered``, when the
+    caller has them, is ``(target_at, draft_at, final_target, final_draft)``: the probabilities of
+    the drafted tokens [B, gamma] and of each row's final token at its stop position ``k``
+    (``p_k(y)``, ``q_{min(k, gamma-1)}(y)``) [B].
     """
     batch, gamma = draft_token_ids.shape
     rows = np.arange(batch)
@@ -97,33 +101,39 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
             evidence.update({k: float(v[b]) for k, v in extra.items()})
             events.append((message.format(count=idx.size, row=b), evidence))
 
+    y = np.maximum(step.final, 0)
+    if gathered is None:
+        stop = np.minimum(step.accepted, gamma)
+        target_at = np.take_along_axis(target_probs[:, :gamma], draft_token_ids[..., None], axis=2)[..., 0]
+        draft_at = np.take_along_axis(draft_probs, draft_token_ids[..., None], axis=2)[..., 0]
+        final_target = target_probs[rows, stop, y]
+        final_draft = draft_probs[rows, np.minimum(stop, gamma - 1), y] if gamma else np.zeros(batch)
+    else:
+        target_at, draft_at, final_target, final_draft = gathered
     if gamma:
         k = np.minimum(step.accepted, gamma - 1)
         rejected = (step.accepted < gamma) & (step.final >= 0)
         x = draft_token_ids[rows, k]
-        p_x = target_probs[rows, k, x]
-        q_x = draft_probs[rows, k, x]
+        p_x = target_at[rows, k]
+        q_x = draft_at[rows, k]
         report(rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
                "{count} row(s) rejected a draft whose target probability is at least its draft probability "
                "(acceptance probability 1 under the standard rule); first: row {row}", k, x, target_prob=p_x,
                draft_prob=q_x)
-        y = np.maximum(step.final, 0)
-        p_y = target_probs[rows, k, y]
-        q_y = draft_probs[rows, k, y]
+        p_y, q_y = final_target, final_draft  # rows that rejected stop at k < gamma
         report(rejected & _at_least(q_y, p_y, tolerance),
                "{count} row(s) recovered a token where the residual max(0, p - q) is zero (impossible under the "
                "standard rule); first: row {row}",
                k, y, target_prob=p_y, draft_prob=q_y)
         accepted_any = step.accepted[:, None] > np.arange(gamma)
-        p_all = np.take_along_axis(target_probs[:, :gamma], draft_token_ids[..., None], axis=2)[..., 0]
+        p_all = target_at
         zero_accept = accepted_any & (p_all <= 0)
         hit = zero_accept.any(axis=1)
         pos = zero_accept.argmax(axis=1)
         report(hit, "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
                pos, draft_token_ids[rows, pos], target_prob=p_all[rows, pos])
     bonus = (step.accepted == gamma) & (step.final >= 0)
-    y = np.maximum(step.final, 0)
-    p_bonus = target_probs[rows, gamma, y]
+    p_bonus = final_target  # rows that accepted every draft stop at gamma
     report(bonus & (p_bonus <= 0),
            "{count} row(s) emitted a bonus token the target gives probability zero; first: row {row}",
            np.full(batch, gamma), y, target_prob=p_bonus)

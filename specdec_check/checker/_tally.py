@@ -97,16 +97,22 @@ class PitTally(CountTally):
         self.category_expected = None
 
     def add(self, samples: np.ndarray, probs_rows: np.ndarray, rng: np.random.Generator) -> None:
+        """Add samples, each with its own exact law row of ``probs_rows`` [n, V]."""
         if samples.size == 0:
             return
         u = stats.randomized_pit(samples, probs_rows, rng=rng)
+        small = probs_rows.shape[-1] <= 64
+        self.add_uniforms(u, categories=samples if small else None, expected=probs_rows.sum(axis=0) if small else None)
+
+    def add_uniforms(self, u: np.ndarray, *, categories=None, expected=None) -> None:
+        """Add PIT values ``u``; ``categories`` and ``expected`` (a law's counts) feed the plots of small laws."""
         self.add_counts(np.bincount(np.minimum((u * self.bins).astype(np.int64), self.bins - 1), minlength=self.bins))
-        if probs_rows.shape[-1] <= 64:
+        if categories is not None and expected is not None:
             if self.category_counts is None:
-                self.category_counts = np.zeros(probs_rows.shape[-1])
-                self.category_expected = np.zeros(probs_rows.shape[-1])
-            self.category_counts += np.bincount(samples, minlength=probs_rows.shape[-1])
-            self.category_expected += probs_rows.sum(axis=0)
+                self.category_counts = np.zeros(expected.size)
+                self.category_expected = np.zeros(expected.size)
+            self.category_counts += np.bincount(categories, minlength=expected.size)
+            self.category_expected += expected
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
         details = dict(extra_details or {})

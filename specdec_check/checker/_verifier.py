@@ -11,6 +11,7 @@ from .. import stats
 from ..exact import encode_emitted, num_step_outcomes, step_law
 from ..exact._enumerate import _acceptance, _count_law, _path_step_law
 from ..scenarios import VerifierScenario, default_verifier_battery
+from ._block import LawTables, VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
 from ._outputs import contract_violation, impossible_events, parse_step
 from ._report import CheckReport, ScenarioSummary, TestRecord
@@ -100,6 +101,8 @@ class _ScenarioRun(ScenarioRunBase):
         self.verify = self.sampler
         self.bonus_missing = 0
         self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
+        tables = self.scenario.law_tables(self.law_rows)
+        self.tables = None if tables is None else LawTables(*tables)
         self.accepted_total = 0.0
         self.accepted_expected = 0.0
         self.first_accepted = 0
@@ -107,8 +110,12 @@ class _ScenarioRun(ScenarioRunBase):
         self.emitted_total = 0
 
     # -- helpers -----------------------------------------------------------------------------------
-    def draw(self):
-        return self.scenario.draw(self.rng, self.backend.law_rows, pool=self.pool)
+    @property
+    def law_rows(self):
+        return self.backend.law_rows if self.backend.casts_rows else None
+
+    def draw(self, rows=None):
+        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows)
 
     def call(self, draw, seed, check="contract"):
         kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
@@ -162,7 +169,7 @@ class _ScenarioRun(ScenarioRunBase):
         A verifier may raise, or mark the row invalid with -1 everywhere (the sync-free choice on a
         device); emitting a token from a NaN law is a contract failure.
         """
-        draw = self.draw()
+        draw = self.draw(rows=_RANDOMNESS_ROWS)
         target = draw.target_probs.copy()
         target[0, 0, :] = np.nan
         bad = type(draw)(draw.draft_token_ids, draw.draft_probs, target, draw.pool_index)
@@ -209,16 +216,23 @@ class _ScenarioRun(ScenarioRunBase):
         pit_rng = np.random.default_rng(self.rng.integers(2**63))
         if "non_finite" in self.checks:
             self.non_finite_probe()
+        reuse = reuse_count(cells_per_call)
+        conditional = "stop_conditional" in tallies or "step_law" in tallies
+        block = None
         for _ in range(calls):
-            draw = self.draw()
-            out = self.call(draw, self.next_seed())
+            if block is None or block.uses >= reuse:
+                block = VerifierBlock(self.draw(), conditional=conditional, tables=self.tables)
+            out = self.call(block.draw, self.next_seed())
             if out is None:
                 break
             self.samples += out.shape[0]
-            if not self.absorb(draw, out, tallies, integrated, outcomes, pit_rng):
+            fresh = block.uses == 0
+            block.uses += 1
+            if not self.absorb(block, out, tallies, integrated if fresh else None, outcomes, pit_rng):
                 break
             if any(t.rejected_early for t in tallies.values()) or (integrated is not None and integrated.rejected_early):
                 break
+        self.reuse = reuse
         if self.bonus_missing and "step_law" in tallies:
             del tallies["step_law"]
             self.note_skipped("step_law", "the verifier omits the bonus token, so (k, y) is undefined for k = gamma")
@@ -238,8 +252,9 @@ class _ScenarioRun(ScenarioRunBase):
     def note_skipped(self, check, why):
         self.records.append(TestRecord(self.scenario.name, check, "skipped", True, 0.0, 0, details={"skipped": why}))
 
-    def absorb(self, draw, out, tallies, integrated, outcomes, pit_rng) -> bool:
-        s = self.scenario
+    def absorb(self, block, out, tallies, integrated, outcomes, pit_rng) -> bool:
+        """Check one call's outputs against the block's exact laws; False when the scenario must stop."""
+        s, draw = self.scenario, block.draw
         gamma = s.gamma
         step = parse_step(out, draw.draft_token_ids)
         no_final = step.final < 0
@@ -255,41 +270,39 @@ class _ScenarioRun(ScenarioRunBase):
                 self.stopped = True
                 return False
             self.bonus_missing += int(no_final.sum())
+        outcome = block.outcome(step.accepted, step.final)
         if "impossible" in self.checks:
             events = impossible_events(step, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
-                                       tolerance=self.backend.tolerance)
+                                       tolerance=self.backend.tolerance, gathered=(block.target_at, block.draft_at,
+                                                                                   outcome.target, outcome.draft))
             for message, evidence in events:
                 evidence["tolerance"] = self.backend.tolerance
                 self.fail("impossible", message, evidence)
             if events:
                 self.stopped = True
                 return False
-        batch = out.shape[0]
-        accept = _acceptance(draw.draft_token_ids, draw.draft_probs, draw.target_probs)  # [B, g]
-        count_law = _count_law(accept)
         self.accepted_total += float(step.accepted.sum())
-        self.accepted_expected += float((count_law @ np.arange(gamma + 1)).sum())
+        self.accepted_expected += block.expected_accepted
         self.emitted_total += int(step.emitted.sum())
         if gamma:
-            self.first_accepted += int((step.accepted >= 1).sum())
-            self.first_accept_probs.append(accept[:, 0])
+            self.first_accepted += int(np.count_nonzero(step.accepted))
+            self.first_accept_probs.append(block.accept[:, 0])
         try:
             if "first_token" in tallies:
-                tallies["first_token"].add(out[:, 0], draw.target_probs[:, 0], pit_rng)
+                first = out[:, 0]
+                tallies["first_token"].add_uniforms(block.pit_first(first, pit_rng.random(first.size)),
+                                                    categories=first, expected=block.first_expected)
             if "stop_conditional" in tallies:
                 has = np.flatnonzero(step.final >= 0)
-                k = step.accepted[has]
-                laws = draw.target_probs[has, k]  # bonus row where k == gamma, else p_k ...
-                if gamma:  # ... minus q_k, clipped and normalised, where the step stopped at a rejection
-                    rejected = k < gamma
-                    residual = np.maximum(laws[rejected] - draw.draft_probs[has[rejected], k[rejected]], 0.0)
-                    laws[rejected] = residual / residual.sum(axis=1, keepdims=True)
-                tallies["stop_conditional"].add(step.final[has], laws, pit_rng)
+                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, pit_rng.random(has.size)),
+                                                         categories=step.final[has], expected=block.final_expected)
             if "accepted_count" in tallies:
-                tallies["accepted_count"].add(step.accepted, count_law, pit_rng)
+                tallies["accepted_count"].add_uniforms(block.pit_count(step.accepted, pit_rng.random(step.accepted.size)),
+                                                       categories=step.accepted, expected=block.count_expected)
             if "step_law" in tallies and not self.bonus_missing:
-                law = _path_step_law(accept, draw.draft_probs, draw.target_probs).reshape(batch, -1)
-                tallies["step_law"].add(step.accepted * s.vocab_size + step.final, law, pit_rng)
+                codes = step.accepted * s.vocab_size + step.final
+                tallies["step_law"].add_uniforms(block.pit_step(outcome, pit_rng.random(codes.size)),
+                                                 categories=codes, expected=block.step_expected)
         except ValueError as exc:  # a sample on a zero-probability outcome
             self.fail("impossible", f"an output has probability zero under the exact law: {exc}")
             self.stopped = True
@@ -323,12 +336,8 @@ class _ScenarioRun(ScenarioRunBase):
         return (law**2).sum(axis=(1, 2))
 
     def small_draw(self, limit=_RANDOMNESS_ROWS):
-        """A draw cut to at most ``limit`` rows: randomness checks need pairs, not huge calls."""
-        draw = self.draw()
-        if draw.draft_token_ids.shape[0] <= limit:
-            return draw
-        return type(draw)(draw.draft_token_ids[:limit], draw.draft_probs[:limit], draw.target_probs[:limit],
-                          draw.pool_index[:limit])
+        """A draw of at most ``limit`` rows: randomness checks need pairs, not huge calls."""
+        return self.draw(rows=limit)
 
     def randomness(self):
         s = self.scenario
@@ -368,8 +377,7 @@ class _ScenarioRun(ScenarioRunBase):
             if within_call:
                 half = min(s.rows_per_call, _RANDOMNESS_ROWS) // 2
                 pick = np.repeat(np.arange(half), 2)
-                draw = type(draw)(draw.draft_token_ids[pick], draw.draft_probs[pick], draw.target_probs[pick],
-                                  draw.pool_index[pick])
+                draw = draw.head(pick)
                 out = self.call(draw, self.next_seed(), check)
                 n_calls += 1
                 if out is None:
@@ -407,10 +415,9 @@ class _ScenarioRun(ScenarioRunBase):
         pit_rng = np.random.default_rng(self.rng.integers(2**63))
         budget = max(8, self.mode.max_calls // 4)
         for _ in range(max(1, budget // s.rows_per_call + 1)):
-            draw = self.draw()
+            draw = self.draw(rows=budget)
             for b in range(min(s.rows_per_call, budget)):
-                one = type(draw)(draw.draft_token_ids[b:b + 1], draw.draft_probs[b:b + 1], draw.target_probs[b:b + 1],
-                                 draw.pool_index[b:b + 1])
+                one = draw.head(slice(b, b + 1))
                 out = self.call(one, self.next_seed(), "batch_invariance")
                 if out is None:
                     return

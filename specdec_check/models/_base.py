@@ -36,6 +36,10 @@ class CausalModel(ABC):
         start-of-sequence context.
         """
 
+    def cdf_at(self, contexts: np.ndarray) -> np.ndarray:
+        """Return ``np.cumsum(self.probs_at(contexts), axis=-1)``; table models gather a cached one."""
+        return np.cumsum(self.probs_at(contexts), axis=-1)
+
     def __call__(self, tokens):
         if _is_torch_tensor(tokens):
             import torch

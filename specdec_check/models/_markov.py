@@ -43,6 +43,14 @@ class MarkovModel(CausalModel):
         ctx = np.asarray(contexts)[..., -self.order:]
         return self.probs[tuple(ctx[..., i] for i in range(self.order))]
 
+    def cdf_at(self, contexts):
+        """The cumulative rows of :meth:`probs_at`, gathered from a table computed once (bitwise equal)."""
+        if getattr(self, "_cdf", None) is None:
+            self._cdf = np.cumsum(self.probs, axis=-1)
+            self._cdf.setflags(write=False)
+        ctx = np.asarray(contexts)[..., -self.order:]
+        return self._cdf[tuple(ctx[..., i] for i in range(self.order))]
+
     def __repr__(self):
         return f"MarkovModel(V={self.vocab_size}, order={self.order})"
 

@@ -11,9 +11,14 @@ from ._numpy_verify import numpy_verify
 __all__ = ["categorical", "check_generate_args", "numpy_generate"]
 
 
-def categorical(probs: np.ndarray, generator: np.random.Generator) -> np.ndarray:
-    """Draw one token per row of ``probs`` [N, V] by inverse CDF (never a zero-mass token)."""
-    cdf = np.cumsum(probs, axis=1)
+def categorical(probs: np.ndarray, generator: np.random.Generator, *, cdf: np.ndarray | None = None) -> np.ndarray:
+    """Draw one token per row of ``probs`` [N, V] by inverse CDF (never a zero-mass token).
+
+    ``cdf``, when given, must be ``np.cumsum(probs, axis=1)`` (for example gathered from a
+    model's cumulative table); the draw is then the same without the cumulative sum.
+    """
+    if cdf is None:
+        cdf = np.cumsum(probs, axis=1)
     token = (cdf <= (generator.random(probs.shape[0]) * cdf[:, -1])[:, None]).sum(axis=1)
     over = token >= probs.shape[1]
     if over.any():

@@ -16,6 +16,8 @@ __all__ = ["GeneratorScenario", "VerifierDraw", "VerifierScenario"]
 
 #: Largest (pool size x step outcomes) for which the integrated step law is enumerated.
 MAX_STEP_CELLS = 200_000
+#: Largest law table (contexts x V) a scenario precomputes for the checker's keyed laws.
+MAX_TABLE_CELLS = 1 << 21
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,16 @@ class VerifierDraw:
     draft_probs: np.ndarray  # float64 [B, g, V] (law rows, after the backend's cast)
     target_probs: np.ndarray  # float64 [B, g+1, V]
     pool_index: np.ndarray  # int64 [B]: which context of the pool each row used
+    #: int64 [B, g+1] or None: each position's row in :meth:`VerifierScenario.law_tables`
+    #: (``target_probs[b, j] == target_table[context_keys[b, j]]``, the same for the draft).
+    context_keys: np.ndarray | None = None
+
+    def head(self, rows: int) -> "VerifierDraw":
+        """The first ``rows`` rows, or the rows a slice or an int index array picks."""
+        pick = slice(0, rows) if isinstance(rows, (int, np.integer)) else rows
+        keys = None if self.context_keys is None else self.context_keys[pick]
+        return VerifierDraw(self.draft_token_ids[pick], self.draft_probs[pick], self.target_probs[pick],
+                            self.pool_index[pick], keys)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,6 +103,32 @@ class VerifierScenario:
         """Whether the integrated step law over (context, emitted string) is small enough to enumerate."""
         return self.fixed_target_probs is None and self.prompt_pool * num_step_outcomes(self.vocab_size, self.gamma) <= MAX_STEP_CELLS
 
+    @property
+    def context_order(self) -> int:
+        """Tokens of context the two models read together (the larger of their orders)."""
+        return max(self.target.order, self.draft.order)
+
+    @property
+    def table_rows(self) -> int | None:
+        """Number of distinct contexts ``(V+1)^order`` when the laws fit a table, else None."""
+        if self.fixed_target_probs is not None:
+            return None
+        rows = (self.vocab_size + 1) ** self.context_order
+        return rows if rows * self.vocab_size <= MAX_TABLE_CELLS else None
+
+    def law_tables(self, law_rows=None):
+        """``(target_table, draft_table)``, float64 [K, V]: the law after every context of
+        :attr:`context_order` tokens (as ``law_rows`` casts it), indexed by ``VerifierDraw.context_keys``;
+        None when the tables would exceed :data:`MAX_TABLE_CELLS` cells."""
+        rows = self.table_rows
+        if rows is None:
+            return None
+        order, base = self.context_order, self.vocab_size + 1
+        contexts = np.stack(np.unravel_index(np.arange(rows), (base,) * order), axis=1) if order else \
+            np.zeros((1, 0), dtype=np.int64)
+        cast = law_rows if law_rows is not None else (lambda r: r)
+        return cast(self.target.probs_at(contexts)), cast(self.draft.probs_at(contexts))
+
     def prompts(self) -> np.ndarray:
         """The pool of prompts, int64 [prompt_pool, max_len] left-padded with -1."""
         rng = np.random.default_rng([self.seed, 0x5EED])
@@ -102,12 +140,19 @@ class VerifierScenario:
                 pool[i, -n:] = rng.integers(0, self.vocab_size, size=n)
         return pool
 
-    def draw(self, rng: np.random.Generator, law_rows=lambda rows: rows, *, pool=None) -> VerifierDraw:
-        """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see."""
-        gamma, batch = self.gamma, self.rows_per_call
+    def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None) -> VerifierDraw:
+        """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see (None: as they are).
+
+        ``rows`` (at most ``rows_per_call``) draws a smaller call, for checks that need pairs of
+        outputs rather than many rows.
+        """
+        gamma = self.gamma
+        batch = self.rows_per_call if rows is None else max(1, min(int(rows), self.rows_per_call))
+        cast = law_rows is not None
+        law_rows = law_rows if cast else (lambda rows: rows)
         if self.fixed_target_probs is not None:
-            draft_probs = law_rows(self.fixed_draft_probs)
-            target_probs = law_rows(self.fixed_target_probs)
+            draft_probs = law_rows(self.fixed_draft_probs[:batch])
+            target_probs = law_rows(self.fixed_target_probs[:batch])
             ids = np.empty((batch, gamma), dtype=np.int64)
             for j in range(gamma):
                 ids[:, j] = categorical(draft_probs[:, j], rng)
@@ -121,14 +166,20 @@ class VerifierScenario:
         ids = np.empty((batch, gamma), dtype=np.int64)
         draft_probs = np.empty((batch, gamma, vocab))
         target_probs = np.empty((batch, gamma + 1, vocab))
+        keyed = self.table_rows is not None
+        keys = np.empty((batch, gamma + 1), dtype=np.int64) if keyed else None
+        weights = (vocab + 1) ** np.arange(order - 1, -1, -1)
         for j in range(gamma + 1):
+            if keyed:
+                keys[:, j] = context @ weights
             target_probs[:, j] = law_rows(self.target.probs_at(context))
             if j < gamma:
                 draft_probs[:, j] = law_rows(self.draft.probs_at(context))
-                ids[:, j] = categorical(draft_probs[:, j], rng)
+                # Uncast rows: the model's cumulative rows (a cached table for Markov models) give the same draw.
+                ids[:, j] = categorical(draft_probs[:, j], rng, cdf=None if cast else self.draft.cdf_at(context))
                 if order:
                     context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
-        return VerifierDraw(ids, draft_probs, target_probs, index)
+        return VerifierDraw(ids, draft_probs, target_probs, index, keys)
 
 
 @dataclass(frozen=True, eq=False)

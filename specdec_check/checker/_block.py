@@ -1,0 +1,215 @@
+"""One call's verifier inputs with the exact laws of its outputs, computed once, reused across calls.
+
+Drawing [B, gamma+1, V] probability rows costs far more than a verifier that reads a few
+entries per row. A block is therefore handed to the verifier for several calls, each with
+a fresh generator: the law tests are conditional on the inputs (one exact law per row), and
+given the inputs the outputs of different calls are independent, so every conditional test
+stays exact. Only the step law integrated over drafts needs fresh drafts; it counts the
+first use of each block alone.
+
+The laws are kept as cumulative sums along the outcome axis, so the randomized PIT of a
+sample costs two gathers instead of a pass over its row (Brockwell 2007).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exact._enumerate import _count_law
+from ..scenarios import VerifierDraw
+
+__all__ = ["LawTables", "StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
+
+#: Largest number of calls one block of inputs serves.
+MAX_REUSE = 16
+#: A block is reused once a call hands over at least this many probability cells (float64: 8 MiB).
+REUSE_CELLS = 1 << 20
+
+
+def reuse_count(cells_per_call: int) -> int:
+    """Calls served by one drawn block: 1 for small calls, up to :data:`MAX_REUSE` for huge ones.
+
+    Small calls are cheap to draw, so each gets fresh rows (more contexts, and every call
+    feeds the integrated step law). A call of ``c`` cells is reused ``c // REUSE_CELLS`` times,
+    so the rows drawn per scenario stay above ``REUSE_CELLS`` per call.
+    """
+    return int(max(1, min(MAX_REUSE, cells_per_call // REUSE_CELLS)))
+
+
+def _lower_total(cdf, index, samples):
+    """``(F(x-1), F(V-1))`` of each sample in its row of the cumulative law ``cdf[index]``."""
+    lower = np.where(samples > 0, cdf[index + (np.maximum(samples - 1, 0),)], 0.0)
+    return lower, cdf[index + (np.full_like(samples, cdf.shape[-1] - 1),)]
+
+
+def pit_from_bounds(lower, mass, total, uniforms, samples) -> np.ndarray:
+    """Randomized PIT ``u = (F(x-1) + U p(x)) / F(V-1)`` (Brockwell 2007; Czado, Gneiting & Held 2009).
+
+    ``lower = F(x-1)`` and ``total = F(V-1)`` come from the cumulative (unnormalised) law of each
+    sample's row; ``mass = p(x)`` is read from the row itself, never as a difference of cumulative
+    sums (which would round a tiny positive mass to zero). Raises ``ValueError`` for a sample on
+    an outcome of probability zero.
+    """
+    bad = ~(mass > 0) | ~(total > 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"support violation: sample {i} is outcome {int(samples[i])}, which has probability 0 "
+                         "in its row; the sampler produced an impossible outcome.")
+    u = (lower + uniforms * mass) / total
+    return np.minimum(u, np.nextafter(1.0, 0.0), out=u)
+
+
+class StepOutcome:
+    """One call's outputs located in the block's laws: each row's stop ``k``, final token ``y`` (-1
+    clipped to 0) and the entries the checks read there (flat gathers, one pass each)."""
+
+    def __init__(self, block: "VerifierBlock", accepted, final):
+        vocab = block.vocab
+        self.stop, self.token = accepted, np.maximum(final, 0)
+        self.target = block.target_rows.reshape(-1)[block.target_row[block.rows, accepted] * vocab + self.token]
+        if block.gamma:  # q_k(y) at a rejection (k < gamma); unused at the bonus position
+            draft_row = block.draft_row[block.rows, np.minimum(accepted, block.gamma - 1)]
+            self.draft = block.draft_rows.reshape(-1)[draft_row * vocab + self.token]
+            self.mass = np.where(accepted < block.gamma, np.maximum(self.target - self.draft, 0.0), self.target)
+        else:
+            self.draft = np.zeros(accepted.size)
+            self.mass = self.target
+        if block.final_cum is not None:
+            start = block.final_row[block.rows, accepted] * vocab
+            cum = block.final_cum.reshape(-1)
+            self.lower = np.where(self.token > 0, cum[start + np.maximum(self.token - 1, 0)], 0.0)
+            self.total = cum[start + vocab - 1]
+
+
+def _expected(rows, weights, cum, size):
+    """Expected outcome counts ``sum_i weights[i] * law[rows[i]]`` from cumulative rows (linear, then differenced)."""
+    return np.diff(np.bincount(rows, weights=weights, minlength=size) @ cum, prepend=0.0)
+
+
+class VerifierBlock:
+    """A draw and the exact laws of one step given it (Leviathan et al. 2023, Algorithm 1).
+
+    - ``accept`` [B, g]: ``a_i = min(1, p_i(x_i) / q_i(x_i))``;
+    - ``count_law``, ``count_cdf`` [B, g+1]: ``P(K = k) = prod_{i<k} a_i (1 - a_k)``, and its cumulative sums;
+    - ``first_cum``: cumulative target rows 0 (the law of the first emitted token);
+    - ``final_cum``: cumulative laws of the final token given the stop position ``k``,
+      unnormalised: ``max(0, p_k - q_k)`` for ``k < g`` and the bonus row ``p_g``.
+
+    The laws live in 2-d row tables with per-(row, position) indices: with ``tables`` (the
+    scenario's :meth:`~specdec_check.scenarios.VerifierScenario.law_tables`, rows keyed by
+    ``draw.context_keys``) they are a few thousand distinct rows computed once per scenario,
+    so a block costs O(B gamma); otherwise one row per (row, position) of the draw, O(B gamma V).
+    ``*_expected`` are expected outcome counts per call (small vocabularies only, for plots).
+    """
+
+    def __init__(self, draw: VerifierDraw, *, conditional: bool, tables: "LawTables | None" = None,
+                 plot_vocab: int = 64):
+        self.draw = draw
+        self.uses = 0
+        ids = draw.draft_token_ids
+        batch, gamma = ids.shape
+        vocab = draw.target_probs.shape[-1]
+        self.gamma, self.vocab = gamma, vocab
+        self.rows = np.arange(batch)
+        keyed = tables is not None and draw.context_keys is not None
+        if keyed:
+            keys = draw.context_keys
+            self.target_rows, self.draft_rows = tables.target, tables.draft
+            self.target_row, self.draft_row = keys, keys[:, :gamma]
+            self.first_cum, first_row = tables.target_cum, keys[:, 0]
+        else:
+            self.target_rows = draw.target_probs.reshape(-1, vocab)
+            self.draft_rows = draw.draft_probs.reshape(-1, vocab)
+            self.target_row = self.rows[:, None] * (gamma + 1) + np.arange(gamma + 1)
+            self.draft_row = self.rows[:, None] * gamma + np.arange(gamma)
+            self.first_cum, first_row = np.cumsum(draw.target_probs[:, 0], axis=1), self.rows
+        self.first_row = first_row
+        if gamma:
+            self.target_at = self.target_rows.reshape(-1)[self.target_row[:, :gamma] * vocab + ids]  # p_i(x_i)
+            self.draft_at = self.draft_rows.reshape(-1)[self.draft_row * vocab + ids]  # q_i(x_i)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(self.draft_at > 0, self.target_at / np.where(self.draft_at > 0, self.draft_at, 1.0),
+                                 np.where(self.target_at > 0, 1.0, 0.0))
+            self.accept = np.minimum(ratio, 1.0)
+        else:
+            self.target_at = self.draft_at = self.accept = np.zeros((batch, 0))
+        self.count_law = _count_law(self.accept)
+        self.count_cdf = np.cumsum(self.count_law, axis=1)
+        self.count_expected = self.count_law.sum(axis=0)
+        self.expected_accepted = float(self.count_expected @ np.arange(gamma + 1))
+        small = vocab <= plot_vocab
+        self.first_expected = _expected(first_row, None, self.first_cum, self.first_cum.shape[0]) if small else None
+        self.final_cum = self.final_row = self.final_expected = self.step_expected = None
+        if not conditional:
+            return
+        if keyed:
+            self.final_cum = tables.final_cum
+            self.final_row = keys + np.where(np.arange(gamma + 1) == gamma, tables.rows, 0)
+        else:
+            final = np.empty_like(draw.target_probs)
+            if gamma:
+                np.subtract(draw.target_probs[:, :gamma], draw.draft_probs, out=final[:, :gamma])
+                np.maximum(final[:, :gamma], 0.0, out=final[:, :gamma])
+            final[:, gamma] = draw.target_probs[:, gamma]
+            self.final_cum = np.cumsum(final, axis=2, out=final).reshape(-1, vocab)
+            self.final_row = self.target_row
+        if small:
+            total = self.final_cum[self.final_row, -1]
+            weight = np.divide(self.count_law, total, out=np.zeros_like(total), where=total > 0)  # P(K=k) / |r_k|
+            size = self.final_cum.shape[0]
+            if (gamma + 1) * vocab <= plot_vocab:
+                per_stop = [_expected(self.final_row[:, k], weight[:, k], self.final_cum, size) for k in range(gamma + 1)]
+                self.step_expected = np.concatenate(per_stop)
+                self.final_expected = np.sum(per_stop, axis=0)
+            else:
+                self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_cum, size)
+
+    def outcome(self, accepted, final) -> StepOutcome:
+        return StepOutcome(self, accepted, final)
+
+    # -- randomized PIT of each test's samples -----------------------------------------------------
+    def pit_first(self, tokens, uniforms):
+        """PIT of the first emitted token against target row 0."""
+        vocab = self.vocab
+        start = self.first_row * vocab
+        cum = self.first_cum.reshape(-1)
+        lower = np.where(tokens > 0, cum[start + np.maximum(tokens - 1, 0)], 0.0)
+        mass = self.target_rows.reshape(-1)[self.target_row[:, 0] * vocab + tokens]  # p_0(y)
+        return pit_from_bounds(lower, mass, cum[start + vocab - 1], uniforms, tokens)
+
+    def pit_count(self, accepted, uniforms):
+        """PIT of the accepted count against its exact law given the path."""
+        lower = np.where(accepted > 0, self.count_cdf[self.rows, np.maximum(accepted - 1, 0)], 0.0)
+        return pit_from_bounds(lower, self.count_law[self.rows, accepted], self.count_cdf[:, -1], uniforms, accepted)
+
+    def pit_final(self, outcome: StepOutcome, rows, uniforms):
+        """PIT of the final token given the stop position (``rows``: those with a final token):
+        the residual ``norm(max(0, p_k - q_k))``, or the bonus row ``p_g`` at ``k = gamma``."""
+        return pit_from_bounds(outcome.lower[rows], outcome.mass[rows], outcome.total[rows], uniforms,
+                               outcome.token[rows])
+
+    def pit_step(self, outcome: StepOutcome, uniforms):
+        """PIT of the joint (k, y), codes ``k * V + y``: ``P(K < k) + P(K = k) F_k(y-1 | k)``."""
+        stop = outcome.stop
+        weight = self.count_law[self.rows, stop]
+        below = np.where(stop > 0, self.count_cdf[self.rows, np.maximum(stop - 1, 0)], 0.0)
+        total = outcome.total
+        scale = np.divide(weight, total, out=np.zeros_like(total), where=total > 0)
+        codes = stop * self.vocab + outcome.token
+        return pit_from_bounds(below + scale * outcome.lower, scale * outcome.mass, self.count_cdf[:, -1], uniforms,
+                               codes)
+
+
+class LawTables:
+    """A scenario's law tables [K, V] with the cumulative rows the keyed blocks read.
+
+    ``final_cum`` stacks the cumulative residuals ``max(0, p - q)`` (rows ``0..K-1``) and the
+    cumulative target rows (rows ``K..2K-1``, the bonus position).
+    """
+
+    def __init__(self, target_table: np.ndarray, draft_table: np.ndarray):
+        self.target, self.draft = target_table, draft_table
+        self.rows = target_table.shape[0]
+        self.target_cum = np.cumsum(target_table, axis=1)
+        residual = np.cumsum(np.maximum(target_table - draft_table, 0.0), axis=1)
+        self.final_cum = np.concatenate([residual, self.target_cum])

@@ -124,9 +124,9 @@ class TimedScenario(VerifierScenario):
         super().__post_init__()
         object.__setattr__(self, "draw_s", 0.0)
 
-    def draw(self, rng, law_rows=None, *, pool=None, rows=None):
+    def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None):
         start = time.perf_counter()
-        out = super().draw(rng, law_rows, pool=pool, rows=rows)
+        out = super().draw(rng, law_rows, pool=pool, rows=rows, tables=tables)
         object.__setattr__(self, "draw_s", self.draw_s + time.perf_counter() - start)
         return out
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..exact._enumerate import _count_law
-from ..scenarios import VerifierDraw
+from ..scenarios import LawTables, VerifierDraw
 
-__all__ = ["LawTables", "StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
+__all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
 
 #: Largest number of calls one block of inputs serves.
 MAX_REUSE = 16
@@ -102,7 +102,7 @@ class VerifierBlock:
     ``*_expected`` are expected outcome counts per call (small vocabularies only, for plots).
     """
 
-    def __init__(self, draw: VerifierDraw, *, conditional: bool, tables: "LawTables | None" = None,
+    def __init__(self, draw: VerifierDraw, *, conditional: bool, tables: LawTables | None = None,
                  plot_vocab: int = 64):
         self.draw = draw
         self.uses = 0
@@ -133,6 +133,7 @@ class VerifierBlock:
             self.accept = np.minimum(ratio, 1.0)
         else:
             self.target_at = self.draft_at = self.accept = np.zeros((batch, 0))
+        self.accept_first = self.accept[:, 0] if gamma else None
         self.count_law = _count_law(self.accept)
         self.count_cdf = np.cumsum(self.count_law, axis=1)
         self.count_expected = self.count_law.sum(axis=0)
@@ -143,7 +144,7 @@ class VerifierBlock:
         if not conditional:
             return
         if keyed:
-            self.final_cum = tables.final_cum
+            self.final_cum, self.final_square = tables.final_cum, tables.final_square
             self.final_row = keys + np.where(np.arange(gamma + 1) == gamma, tables.rows, 0)
         else:
             final = np.empty_like(draw.target_probs)
@@ -151,6 +152,7 @@ class VerifierBlock:
                 np.subtract(draw.target_probs[:, :gamma], draw.draft_probs, out=final[:, :gamma])
                 np.maximum(final[:, :gamma], 0.0, out=final[:, :gamma])
             final[:, gamma] = draw.target_probs[:, gamma]
+            self.final_square = None  # computed on demand (collision checks use small draws)
             self.final_cum = np.cumsum(final, axis=2, out=final).reshape(-1, vocab)
             self.final_row = self.target_row
         if small:
@@ -163,6 +165,19 @@ class VerifierBlock:
                 self.final_expected = np.sum(per_stop, axis=0)
             else:
                 self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_cum, size)
+
+    def collision_probs(self, *, bonus_missing: bool = False) -> np.ndarray:
+        """Probability that two independent steps on the same row give the same output, [B]:
+        ``sum_o P(o)^2 = sum_k P(K = k)^2 sum_y (r_k(y) / |r_k|)^2``; a verifier that omits the
+        bonus token merges every fully accepted outcome into one (its term is ``P(K = gamma)^2``)."""
+        if self.final_square is None:
+            self.final_square = (np.diff(self.final_cum, axis=1, prepend=0.0) ** 2).sum(axis=1)
+        total = self.final_cum[self.final_row, -1]
+        square = np.divide(self.final_square[self.final_row], total**2, out=np.zeros_like(total), where=total > 0)
+        terms = self.count_law**2 * square
+        if bonus_missing:
+            terms[:, self.gamma] = self.count_law[:, self.gamma] ** 2
+        return terms.sum(axis=1)
 
     def outcome(self, accepted, final) -> StepOutcome:
         return StepOutcome(self, accepted, final)
@@ -199,17 +214,3 @@ class VerifierBlock:
         return pit_from_bounds(below + scale * outcome.lower, scale * outcome.mass, self.count_cdf[:, -1], uniforms,
                                codes)
 
-
-class LawTables:
-    """A scenario's law tables [K, V] with the cumulative rows the keyed blocks read.
-
-    ``final_cum`` stacks the cumulative residuals ``max(0, p - q)`` (rows ``0..K-1``) and the
-    cumulative target rows (rows ``K..2K-1``, the bonus position).
-    """
-
-    def __init__(self, target_table: np.ndarray, draft_table: np.ndarray):
-        self.target, self.draft = target_table, draft_table
-        self.rows = target_table.shape[0]
-        self.target_cum = np.cumsum(target_table, axis=1)
-        residual = np.cumsum(np.maximum(target_table - draft_table, 0.0), axis=1)
-        self.final_cum = np.concatenate([residual, self.target_cum])

@@ -7,12 +7,11 @@ import traceback
 
 import numpy as np
 
-from .. import stats
 from ..exact import expected_target_calls, joint, marginals, pair_marginals
 from ..scenarios import GeneratorScenario, default_generator_battery
 from ._callables import GENERATOR_KEYWORDS
 from ._report import CheckReport, ScenarioSummary, TestRecord
-from ._run import ScenarioRunBase, run_battery
+from ._run import ScenarioRunBase, planned_samples, run_battery
 from ._tally import CountTally
 
 __all__ = ["GENERATOR_CHECKS", "check_generator"]
@@ -136,8 +135,7 @@ class _GeneratorRun(ScenarioRunBase):
             for t in range(length - 1):
                 tallies[f"pairs[{t}]"] = CountTally(s.name, "pairs", pairs[:, t].reshape(-1),
                                                     alpha=self.ledger.spend(f"{s.name}/pairs[{t}]"))
-        planned_n = stats.samples_for(mode.design_tv, support_size=min(64, max(2, vocab**min(length, 2))),
-                                      alpha=self.ledger.per_check / 2)
+        planned_n = planned_samples(mode.design_tv, min(64, max(2, vocab**min(length, 2))), self.ledger.per_check / 2)
         n_target = min(planned_n, mode.max_samples)
         calls = int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call))))
         for _ in range(calls):

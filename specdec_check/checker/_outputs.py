@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ParsedStep", "contract_violation", "impossible_events", "parse_step"]
+__all__ = ["ParsedStep", "check_output", "contract_violation", "impossible_events", "parse_step"]
 
 
 @dataclass(frozen=True)
@@ -25,53 +25,67 @@ class ParsedStep:
 
 def contract_violation(out, draft_token_ids, vocab_size: int):
     """Return ``None`` or ``(message, evidence)`` for the first contract violation in ``out``."""
+    return check_output(out, draft_token_ids, vocab_size)[0]
+
+
+def check_output(out, draft_token_ids, vocab_size: int):
+    """``(violation, step)``: the first contract violation (``None`` or ``(message, evidence)``) and,
+    when there is none, the outputs decoded by :func:`parse_step` (one pass serves both)."""
     batch, gamma = draft_token_ids.shape
     if not isinstance(out, np.ndarray):
-        return f"the verifier returned {type(out).__name__}, not an array", {}
+        return (f"the verifier returned {type(out).__name__}, not an array", {}), None
     if out.shape != (batch, gamma + 1):
-        return f"output shape {out.shape} != [B, gamma+1] = {(batch, gamma + 1)}", {"shape": list(out.shape)}
+        return (f"output shape {out.shape} != [B, gamma+1] = {(batch, gamma + 1)}", {"shape": list(out.shape)}), None
     if not np.issubdtype(out.dtype, np.integer):
-        return f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}
-    bad = (out < -1) | (out >= vocab_size)
-    if bad.any():
-        row, col = (int(i) for i in np.argwhere(bad)[0])
-        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size}) and not -1 padding",
-                {"row": row, "position": col, "token": int(out[row, col])})
+        return (f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}), None
+    if np.issubdtype(out.dtype, np.unsignedinteger) and out.size and int(out.max()) >= vocab_size:
+        row, col = (int(i) for i in np.argwhere(out >= vocab_size)[0])
+        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size})",
+                {"row": row, "position": col, "token": int(out[row, col])}), None
+    if out.dtype != np.int64:
+        out = out.astype(np.int64)
+    # One unsigned comparison finds ids below -1 and at or above V: -1 -> 0, 0..V-1 -> 1..V.
+    if ((out + 1).view(np.uint64) > vocab_size).any():
+        row, col = (int(i) for i in np.argwhere((out < -1) | (out >= vocab_size))[0])
+        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size}) and not -1 "
+                "padding", {"row": row, "position": col, "token": int(out[row, col])}), None
     real = out >= 0
-    emitted = real.sum(axis=1)
-    layout = real == (np.arange(gamma + 1) < emitted[:, None])
-    if not layout.all():
-        row = int(np.argwhere(~layout.all(axis=1))[0, 0])
-        return f"row {row} has a token after -1 padding: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}
-    if (emitted == 0).any():
-        row = int(np.argwhere(emitted == 0)[0, 0])
-        return f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}
-    step = parse_step(out, draft_token_ids)
+    if gamma and (real[:, 1:] > real[:, :-1]).any():  # padding must be a suffix
+        row = int(np.flatnonzero((real[:, 1:] > real[:, :-1]).any(axis=1))[0])
+        return (f"row {row} has a token after -1 padding: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}), None
+    if not real[:, 0].all():
+        row = int(np.flatnonzero(~real[:, 0])[0])
+        return (f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}), None
+    step = parse_step(out, draft_token_ids, emitted=real.sum(axis=1))
     overrun = step.emitted > step.accepted + 1
     if overrun.any():
-        row = int(np.argwhere(overrun)[0, 0])
-        return (f"row {row} emits tokens after the first token that differs from its drafts "
-                f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
-                {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()})
-    return None
+        row = int(np.flatnonzero(overrun)[0])
+        return ((f"row {row} emits tokens after the first token that differs from its drafts "
+                 f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
+                 {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()}), None)
+    return None, step
 
 
-def parse_step(out: np.ndarray, draft_token_ids: np.ndarray) -> ParsedStep:
+def parse_step(out: np.ndarray, draft_token_ids: np.ndarray, *, emitted=None) -> ParsedStep:
     """Decode well-formed outputs (see :func:`contract_violation`) into accepted count and final token."""
     batch, gamma = draft_token_ids.shape
-    emitted = (out >= 0).sum(axis=1)
+    if emitted is None:
+        emitted = (out >= 0).sum(axis=1)
     if gamma:
-        same = (out[:, :gamma] == draft_token_ids) & (np.arange(gamma) < emitted[:, None])
+        same = out[:, :gamma] == draft_token_ids  # padding (-1) never equals a draft
         accepted = np.where(same.all(axis=1), gamma, (~same).argmax(axis=1))
     else:
         accepted = np.zeros(batch, dtype=np.int64)
-    has_final = emitted > accepted
-    final = np.where(has_final, out[np.arange(batch), np.minimum(accepted, gamma)], -1)
-    return ParsedStep(accepted.astype(np.int64), final.astype(np.int64), emitted.astype(np.int64))
+    final = out.reshape(-1)[np.arange(batch) * (gamma + 1) + np.minimum(accepted, gamma)]
+    final = np.where(emitted > accepted, final, -1)
+    return ParsedStep(accepted.astype(np.int64, copy=False), final.astype(np.int64, copy=False),
+                      emitted.astype(np.int64, copy=False))
 
 
 def _at_least(a, b, tol):
     """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0)."""
+    if not tol:
+        return a >= b
     return a >= b + tol * np.maximum(np.abs(a), np.abs(b)) + (tol * 1e-3 if tol else 0.0)
 
 
@@ -113,9 +127,10 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
     if gamma:
         k = np.minimum(step.accepted, gamma - 1)
         rejected = (step.accepted < gamma) & (step.final >= 0)
-        x = draft_token_ids[rows, k]
-        p_x = target_at[rows, k]
-        q_x = draft_at[rows, k]
+        at = rows * gamma + k
+        x = draft_token_ids.reshape(-1)[at]
+        p_x = target_at.reshape(-1)[at]
+        q_x = draft_at.reshape(-1)[at]
         report(rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
                "{count} row(s) rejected a draft whose target probability is at least its draft probability "
                "(acceptance probability 1 under the standard rule); first: row {row}", k, x, target_prob=p_x,
@@ -125,13 +140,13 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
                "{count} row(s) recovered a token where the residual max(0, p - q) is zero (impossible under the "
                "standard rule); first: row {row}",
                k, y, target_prob=p_y, draft_prob=q_y)
-        accepted_any = step.accepted[:, None] > np.arange(gamma)
-        p_all = target_at
-        zero_accept = accepted_any & (p_all <= 0)
-        hit = zero_accept.any(axis=1)
-        pos = zero_accept.argmax(axis=1)
-        report(hit, "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
-               pos, draft_token_ids[rows, pos], target_prob=p_all[rows, pos])
+        zero_target = target_at <= 0
+        if zero_target.any():  # rare: only drafts the target rules out can be accepted wrongly
+            zero_accept = (step.accepted[:, None] > np.arange(gamma)) & zero_target
+            hit = zero_accept.any(axis=1)
+            pos = zero_accept.argmax(axis=1)
+            report(hit, "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
+                   pos, draft_token_ids[rows, pos], target_prob=target_at[rows, pos])
     bonus = (step.accepted == gamma) & (step.final >= 0)
     p_bonus = final_target  # rows that accepted every draft stop at gamma
     report(bonus & (p_bonus <= 0),

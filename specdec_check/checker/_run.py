@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -12,7 +13,14 @@ from ._callables import check_sampler, qualified_name
 from ._modes import get_mode
 from ._report import CheckReport, Finding
 
-__all__ = ["ScenarioRunBase", "run_battery"]
+__all__ = ["ScenarioRunBase", "planned_samples", "run_battery"]
+
+
+@functools.lru_cache(maxsize=256)
+def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
+    """:func:`specdec_check.stats.samples_for` for a uniform law, memoised: every scenario of a
+    battery plans with the same arguments, and the plan is a pure function of them."""
+    return int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
 
 
 class ScenarioRunBase:

@@ -9,13 +9,13 @@ import numpy as np
 
 from .. import stats
 from ..exact import encode_emitted, num_step_outcomes, step_law
-from ..exact._enumerate import _acceptance, _count_law, _path_step_law
+from ..exact._enumerate import _acceptance, _path_step_law
 from ..scenarios import VerifierScenario, default_verifier_battery
-from ._block import LawTables, VerifierBlock, reuse_count
+from ._block import VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
-from ._outputs import contract_violation, impossible_events, parse_step
+from ._outputs import check_output, impossible_events, parse_step
 from ._report import CheckReport, ScenarioSummary, TestRecord
-from ._run import ScenarioRunBase, run_battery
+from ._run import ScenarioRunBase, planned_samples, run_battery
 from ._tally import CountTally, PitTally
 
 __all__ = ["VERIFIER_CHECKS", "check_verifier"]
@@ -101,12 +101,11 @@ class _ScenarioRun(ScenarioRunBase):
         self.verify = self.sampler
         self.bonus_missing = 0
         self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
-        tables = self.scenario.law_tables(self.law_rows)
-        self.tables = None if tables is None else LawTables(*tables)
+        self.tables = self.scenario.law_tables(self.law_rows)
         self.accepted_total = 0.0
         self.accepted_expected = 0.0
         self.first_accepted = 0
-        self.first_accept_probs = []
+        self.first_accept_groups = []  # [acceptance probabilities at position 1 of a block, uses]
         self.emitted_total = 0
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -115,9 +114,14 @@ class _ScenarioRun(ScenarioRunBase):
         return self.backend.law_rows if self.backend.casts_rows else None
 
     def draw(self, rows=None):
-        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows)
+        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables)
 
     def call(self, draw, seed, check="contract"):
+        """Run the verifier on ``draw``; its output, or None after a finding that stops the scenario."""
+        return self.call_parsed(draw, seed, check)[0]
+
+    def call_parsed(self, draw, seed, check="contract"):
+        """:meth:`call` and the decoded output: ``(out, step)``, or ``(None, None)``."""
         kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
         watch = "contract" in self.checks and not self.backend.read_only_inputs
         originals = _snapshot(kwargs) if watch else None
@@ -133,26 +137,26 @@ class _ScenarioRun(ScenarioRunBase):
             else:
                 self.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
             self.stopped = True
-            return None
+            return None, None
         if originals is not None:
             changed = [k for k in kwargs if not _same(kwargs[k], originals[k])]
             if changed:
                 self.fail("contract", f"the verifier modified its input(s) {changed} in place", {"modified": changed})
                 self.stopped = True
-                return None
+                return None, None
         try:
             out = self.backend.to_host(out)
         except Exception as exc:
             self.fail("contract", f"the verifier's output could not be read as an integer array: {exc}")
             self.stopped = True
-            return None
+            return None, None
         # Shape, dtype and range are checked whatever the selection: parsing the output needs them.
-        problem = contract_violation(out, draw.draft_token_ids, self.scenario.vocab_size)
+        problem, step = check_output(out, draw.draft_token_ids, self.scenario.vocab_size)
         if problem is not None:
             self.fail("contract", problem[0], problem[1])
             self.stopped = True
-            return None
-        return out
+            return None, None
+        return out, step
 
     def modified_inputs(self, kwargs, seed) -> list:
         """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
@@ -199,7 +203,7 @@ class _ScenarioRun(ScenarioRunBase):
         s, mode = self.scenario, self.mode
         per_check = self.ledger.per_check
         bins = mode.pit_bins
-        planned_n = stats.samples_for(mode.design_tv, support_size=bins, alpha=per_check / 2)
+        planned_n = planned_samples(mode.design_tv, bins, per_check / 2)
         n_target = min(planned_n, mode.max_samples)
         cells_per_call = s.rows_per_call * (2 * s.gamma + 1) * s.vocab_size
         calls = int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call), mode.max_cells // cells_per_call)))
@@ -222,13 +226,13 @@ class _ScenarioRun(ScenarioRunBase):
         for _ in range(calls):
             if block is None or block.uses >= reuse:
                 block = VerifierBlock(self.draw(), conditional=conditional, tables=self.tables)
-            out = self.call(block.draw, self.next_seed())
+            out, step = self.call_parsed(block.draw, self.next_seed())
             if out is None:
                 break
             self.samples += out.shape[0]
             fresh = block.uses == 0
             block.uses += 1
-            if not self.absorb(block, out, tallies, integrated if fresh else None, outcomes, pit_rng):
+            if not self.absorb(block, out, step, tallies, integrated if fresh else None, outcomes, pit_rng):
                 break
             if any(t.rejected_early for t in tallies.values()) or (integrated is not None and integrated.rejected_early):
                 break
@@ -252,11 +256,10 @@ class _ScenarioRun(ScenarioRunBase):
     def note_skipped(self, check, why):
         self.records.append(TestRecord(self.scenario.name, check, "skipped", True, 0.0, 0, details={"skipped": why}))
 
-    def absorb(self, block, out, tallies, integrated, outcomes, pit_rng) -> bool:
+    def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng) -> bool:
         """Check one call's outputs against the block's exact laws; False when the scenario must stop."""
         s, draw = self.scenario, block.draw
         gamma = s.gamma
-        step = parse_step(out, draw.draft_token_ids)
         no_final = step.final < 0
         if no_final.any():
             dropped = no_final & (step.accepted < gamma)
@@ -286,7 +289,9 @@ class _ScenarioRun(ScenarioRunBase):
         self.emitted_total += int(step.emitted.sum())
         if gamma:
             self.first_accepted += int(np.count_nonzero(step.accepted))
-            self.first_accept_probs.append(block.accept[:, 0])
+            if not self.first_accept_groups or self.first_accept_groups[-1][0] is not block.accept_first:
+                self.first_accept_groups.append([block.accept_first, 0])
+            self.first_accept_groups[-1][1] += 1
         try:
             if "first_token" in tallies:
                 first = out[:, 0]
@@ -313,27 +318,30 @@ class _ScenarioRun(ScenarioRunBase):
 
     # -- efficiency ----------------------------------------------------------------------------------
     def efficiency(self):
-        if "efficiency" not in self.plan or not self.first_accept_probs:
+        if "efficiency" not in self.plan or not self.first_accept_groups:
             return
-        probs = np.concatenate(self.first_accept_probs)
+        probs, repeats = self.first_accept_probs()
         alpha = self.ledger.spend(f"{self.scenario.name}/efficiency")
-        res = stats.poisson_binomial_test(self.first_accepted, probs, alpha=alpha)
+        res = stats.poisson_binomial_test(self.first_accepted, probs, alpha=alpha, repeats=repeats)
         self.records.append(TestRecord(
             self.scenario.name, "efficiency", "exact Poisson-binomial (first-position acceptances)", not res.rejected,
-            alpha, int(probs.size), statistic=float(res.statistic), pvalue=float(res.pvalue),
-            details={"accepted": int(self.first_accepted), "expected": float(probs.sum()),
+            alpha, res.n, statistic=float(res.statistic), pvalue=float(res.pvalue),
+            details={"accepted": int(self.first_accepted), "expected": res.expected,
                      "accepted_per_step": self.accepted_total / max(self.samples, 1),
                      "optimal_accepted_per_step": self.accepted_expected / max(self.samples, 1)},
         ))
 
+    def first_accept_probs(self):
+        """``(probs, repeats)``: acceptance probabilities of every first draft tested, and how many
+        calls saw each (a block of inputs serves several calls)."""
+        probs = np.concatenate([g[0] for g in self.first_accept_groups])
+        repeats = np.concatenate([np.full(g[0].size, g[1]) for g in self.first_accept_groups])
+        return probs, repeats
+
     # -- randomness ----------------------------------------------------------------------------------
     def collision_probs(self, draw):
-        law = _path_step_law(_acceptance(draw.draft_token_ids, draw.draft_probs, draw.target_probs), draw.draft_probs,
-                             draw.target_probs)
-        gamma = self.scenario.gamma
-        if self.bonus_missing:
-            return (law[:, :gamma] ** 2).sum(axis=(1, 2)) + law[:, gamma].sum(axis=1) ** 2
-        return (law**2).sum(axis=(1, 2))
+        block = VerifierBlock(draw, conditional=True, tables=self.tables)
+        return block.collision_probs(bonus_missing=bool(self.bonus_missing))
 
     def small_draw(self, limit=_RANDOMNESS_ROWS):
         """A draw of at most ``limit`` rows: randomness checks need pairs, not huge calls."""
@@ -468,13 +476,14 @@ class _ScenarioRun(ScenarioRunBase):
 
     def make_summary(self, elapsed):
         s = self.scenario
-        probs = np.concatenate(self.first_accept_probs) if self.first_accept_probs else np.zeros(0)
+        probs, repeats = self.first_accept_probs() if self.first_accept_groups else (np.zeros(0), np.zeros(0))
+        trials = int(repeats.sum())
         n = max(self.samples, 1)
         return ScenarioSummary(
             name=s.name, description=s.description, vocab_size=s.vocab_size, gamma=s.gamma,
             rows_per_call=s.rows_per_call, calls=self.calls, samples=self.samples,
-            acceptance_measured=(self.first_accepted / probs.size) if probs.size else None,
-            acceptance_expected=float(probs.mean()) if probs.size else None,
+            acceptance_measured=(self.first_accepted / trials) if trials else None,
+            acceptance_expected=float(probs @ repeats / trials) if trials else None,
             tokens_per_step_measured=self.emitted_total / n,
             tokens_per_step_expected=1.0 + self.accepted_expected / n,
             elapsed_s=elapsed, stopped_early=bool(self.stopped),

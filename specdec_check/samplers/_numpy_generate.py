@@ -11,18 +11,22 @@ from ._numpy_verify import numpy_verify
 __all__ = ["categorical", "check_generate_args", "numpy_generate"]
 
 
-def categorical(probs: np.ndarray, generator: np.random.Generator, *, cdf: np.ndarray | None = None) -> np.ndarray:
+def categorical(probs: np.ndarray | None, generator: np.random.Generator, *, cdf: np.ndarray | None = None,
+                probs_rows: np.ndarray | None = None, row_index: np.ndarray | None = None) -> np.ndarray:
     """Draw one token per row of ``probs`` [N, V] by inverse CDF (never a zero-mass token).
 
     ``cdf``, when given, must be ``np.cumsum(probs, axis=1)`` (for example gathered from a
-    model's cumulative table); the draw is then the same without the cumulative sum.
+    model's cumulative table); the draw is then the same without the cumulative sum. With
+    ``probs=None``, row ``i`` of the law is ``probs_rows[row_index[i]]`` (only read in the rare
+    round-off fallback).
     """
     if cdf is None:
         cdf = np.cumsum(probs, axis=1)
-    token = (cdf <= (generator.random(probs.shape[0]) * cdf[:, -1])[:, None]).sum(axis=1)
-    over = token >= probs.shape[1]
+    token = (cdf <= (generator.random(cdf.shape[0]) * cdf[:, -1])[:, None]).sum(axis=1)
+    over = token >= cdf.shape[1]
     if over.any():
-        token[over] = probs.shape[1] - 1 - (probs[over][:, ::-1] > 0).argmax(axis=1)
+        rows = probs[over] if probs is not None else probs_rows[row_index[over]]
+        token[over] = cdf.shape[1] - 1 - (rows[:, ::-1] > 0).argmax(axis=1)
     return token
 
 

@@ -12,7 +12,7 @@ from ..models import CausalModel
 from ..models._contexts import last_context_indices
 from ..samplers import categorical
 
-__all__ = ["GeneratorScenario", "VerifierDraw", "VerifierScenario"]
+__all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
 
 #: Largest (pool size x step outcomes) for which the integrated step law is enumerated.
 MAX_STEP_CELLS = 200_000
@@ -38,6 +38,25 @@ class VerifierDraw:
         keys = None if self.context_keys is None else self.context_keys[pick]
         return VerifierDraw(self.draft_token_ids[pick], self.draft_probs[pick], self.target_probs[pick],
                             self.pool_index[pick], keys)
+
+
+class LawTables:
+    """A scenario's laws after every context, float64 [K, V], with their cumulative rows.
+
+    ``final_cum`` stacks the cumulative residuals ``max(0, p - q)`` (rows ``0..K-1``) and the
+    cumulative target rows (rows ``K..2K-1``, for the bonus position): the laws of the final
+    token of a step given where it stopped (Leviathan et al. 2023, Algorithm 1).
+    """
+
+    def __init__(self, target: np.ndarray, draft: np.ndarray):
+        self.target, self.draft = target, draft
+        self.rows = target.shape[0]
+        self.target_cum = np.cumsum(target, axis=1)
+        self.draft_cum = np.cumsum(draft, axis=1)
+        residual = np.maximum(target - draft, 0.0)
+        self.final_cum = np.concatenate([np.cumsum(residual, axis=1), self.target_cum])
+        #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_cum``: collision probabilities.
+        self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,10 +135,10 @@ class VerifierScenario:
         rows = (self.vocab_size + 1) ** self.context_order
         return rows if rows * self.vocab_size <= MAX_TABLE_CELLS else None
 
-    def law_tables(self, law_rows=None):
-        """``(target_table, draft_table)``, float64 [K, V]: the law after every context of
-        :attr:`context_order` tokens (as ``law_rows`` casts it), indexed by ``VerifierDraw.context_keys``;
-        None when the tables would exceed :data:`MAX_TABLE_CELLS` cells."""
+    def law_tables(self, law_rows=None) -> "LawTables | None":
+        """The law after every context of :attr:`context_order` tokens (as ``law_rows`` casts it),
+        rows indexed by ``VerifierDraw.context_keys``; None when the tables would exceed
+        :data:`MAX_TABLE_CELLS` cells (large vocabularies, fixed rows)."""
         rows = self.table_rows
         if rows is None:
             return None
@@ -127,7 +146,7 @@ class VerifierScenario:
         contexts = np.stack(np.unravel_index(np.arange(rows), (base,) * order), axis=1) if order else \
             np.zeros((1, 0), dtype=np.int64)
         cast = law_rows if law_rows is not None else (lambda r: r)
-        return cast(self.target.probs_at(contexts)), cast(self.draft.probs_at(contexts))
+        return LawTables(cast(self.target.probs_at(contexts)), cast(self.draft.probs_at(contexts)))
 
     def prompts(self) -> np.ndarray:
         """The pool of prompts, int64 [prompt_pool, max_len] left-padded with -1."""
@@ -140,11 +159,12 @@ class VerifierScenario:
                 pool[i, -n:] = rng.integers(0, self.vocab_size, size=n)
         return pool
 
-    def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None) -> VerifierDraw:
+    def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None, tables=None) -> VerifierDraw:
         """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see (None: as they are).
 
         ``rows`` (at most ``rows_per_call``) draws a smaller call, for checks that need pairs of
-        outputs rather than many rows.
+        outputs rather than many rows. ``tables``, this scenario's :meth:`law_tables` under the
+        same ``law_rows``, lets the rows be gathered from the tables (the same draw, faster).
         """
         gamma = self.gamma
         batch = self.rows_per_call if rows is None else max(1, min(int(rows), self.rows_per_call))
@@ -164,11 +184,20 @@ class VerifierScenario:
         context = start[index]
         vocab = self.vocab_size
         ids = np.empty((batch, gamma), dtype=np.int64)
-        draft_probs = np.empty((batch, gamma, vocab))
-        target_probs = np.empty((batch, gamma + 1, vocab))
         keyed = self.table_rows is not None
         keys = np.empty((batch, gamma + 1), dtype=np.int64) if keyed else None
         weights = (vocab + 1) ** np.arange(order - 1, -1, -1)
+        if keyed and tables is not None:  # contexts first, then one gather per table
+            for j in range(gamma + 1):
+                keys[:, j] = context @ weights
+                if j < gamma:
+                    ids[:, j] = categorical(None, rng, cdf=tables.draft_cum[keys[:, j]], probs_rows=tables.draft,
+                                            row_index=keys[:, j])
+                    if order:
+                        context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
+            return VerifierDraw(ids, tables.draft[keys[:, :gamma]], tables.target[keys], index, keys)
+        draft_probs = np.empty((batch, gamma, vocab))
+        target_probs = np.empty((batch, gamma + 1, vocab))
         for j in range(gamma + 1):
             if keyed:
                 keys[:, j] = context @ weights

@@ -6,6 +6,13 @@ import numpy as np
 
 __all__ = ["numpy_verify"]
 
+#: Rows are turned into laws a block at a time, about this many cells per block, so the
+#: temporaries stay in cache and are reused instead of allocated (and page-faulted) per call.
+_BLOCK_CELLS = 1 << 17
+#: Below this many rows the column-by-column cumulative sum (one ufunc call per vocabulary entry)
+#: costs more in call overhead than ``np.cumsum(axis=1)`` spends per row.
+_COLUMN_CUMSUM_MIN_ROWS = 512
+
 
 def numpy_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> np.ndarray:
     """One speculative step's accept/reject kernel, exact, vectorized over the batch.
@@ -28,8 +35,139 @@ def numpy_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> np
     target_probs = np.asarray(target_probs)
     batch, gamma = ids.shape
     vocab = target_probs.shape[-1]
-    rows = np.arange(batch)
     uniforms = generator.random((batch, gamma + 1))
+    if _fast_path_applies(ids, draft_probs, target_probs, batch, gamma, vocab):
+        return _verify_contiguous(ids, draft_probs, target_probs, uniforms)
+    return _verify_general(ids, draft_probs, target_probs, uniforms)
+
+
+def _fast_path_applies(ids, draft_probs, target_probs, batch, gamma, vocab) -> bool:
+    """Whether ``_verify_contiguous`` may run: well-formed, C-contiguous float inputs, ids in range.
+
+    Anything else goes to ``_verify_general``, which raises exactly what plain numpy indexing
+    raises on malformed input. Both paths compute the same floats, so the output is the same.
+    """
+    if batch == 0 or vocab == 0 or ids.dtype.kind not in "iu":
+        return False
+    if target_probs.shape != (batch, gamma + 1, vocab) or target_probs.dtype.kind != "f":
+        return False
+    if not target_probs.flags.c_contiguous:
+        return False
+    if gamma:
+        if draft_probs.shape != (batch, gamma, vocab) or draft_probs.dtype.kind != "f":
+            return False
+        if not draft_probs.flags.c_contiguous:
+            return False
+        if ids.min() < 0 or ids.max() >= vocab:
+            return False
+    return True
+
+
+def _verify_contiguous(ids, draft_probs, target_probs, uniforms):
+    """The kernel with flat gathers on C-contiguous inputs (see ``_fast_path_applies``).
+
+    Same arithmetic, in the same order, as ``_verify_general``: only the memory traffic differs
+    (no multi-array fancy indexing, laws built a block of rows at a time, and for many rows a
+    running sum over a vocabulary-major buffer instead of numpy's slow per-row ``cumsum``).
+    """
+    batch, gamma = ids.shape
+    vocab = target_probs.shape[-1]
+    rows = np.arange(batch)
+    target_rows = target_probs.reshape(batch * (gamma + 1), vocab)  # views (C-contiguous inputs)
+
+    if gamma:
+        draft_rows = draft_probs.reshape(batch * gamma, vocab)
+        at = ids.astype(np.intp, copy=False) + np.arange(0, gamma * vocab, vocab)  # j * V + x_j
+        target_at = np.take(target_probs.reshape(-1), at + ((gamma + 1) * vocab) * rows[:, None])
+        draft_at = np.take(draft_probs.reshape(-1), at + (gamma * vocab) * rows[:, None])
+        if not (np.isfinite(target_at).all() and np.isfinite(draft_at).all()):
+            raise ValueError("target_probs or draft_probs is NaN or infinite at a drafted token.")
+        # rejected[:, gamma] is a sentinel, so argmax is the first rejection or gamma (all accepted).
+        rejected = np.empty((batch, gamma + 1), dtype=bool)
+        rejected[:, gamma] = True
+        np.greater_equal(uniforms[:, :gamma] * draft_at, target_at, out=rejected[:, :gamma])
+        stop = rejected.argmax(axis=1)
+        laws = _Laws(target_rows, rows * (gamma + 1) + stop, draft_rows, rows * gamma + np.minimum(stop, gamma - 1),
+                     stop == gamma)
+    else:
+        stop = np.zeros(batch, dtype=np.intp)
+        laws = _Laws(target_rows, rows)
+
+    block = max(1, _BLOCK_CELLS // vocab)
+    scratch = laws.scratch(min(block, batch))
+    thresholds = uniforms[:, gamma]
+    if batch >= _COLUMN_CUMSUM_MIN_ROWS and 4 * batch >= vocab and target_probs.dtype in (np.float32, np.float64):
+        # Vocabulary-major [V, B] buffer: the running sum is V vectorized adds over the batch,
+        # each cdf[j] = cdf[j-1] + law[j], exactly np.cumsum's sequential accumulation.
+        cdf = np.empty((vocab, batch), dtype=target_probs.dtype)
+        for lo in range(0, batch, block):
+            hi = min(lo + block, batch)
+            laws.build(lo, hi, scratch, out=cdf[:, lo:hi].T)
+        for j in range(1, vocab):
+            np.add(cdf[j - 1], cdf[j], out=cdf[j])
+        total = cdf[-1]
+        if not np.isfinite(total).all():
+            raise ValueError("target_probs or draft_probs is NaN or infinite in a row the step samples from.")
+        token = np.count_nonzero(cdf <= thresholds * total, axis=0)
+    else:
+        token = np.empty(batch, dtype=np.intp)
+        cdf = np.empty((min(block, batch), vocab), dtype=target_probs.dtype)
+        for lo in range(0, batch, block):
+            hi = min(lo + block, batch)
+            law = laws.build(lo, hi, scratch)
+            block_cdf = np.cumsum(law, axis=1, out=cdf[: hi - lo])
+            total = block_cdf[:, -1]
+            if not np.isfinite(total).all():
+                raise ValueError("target_probs or draft_probs is NaN or infinite in a row the step samples from.")
+            token[lo:hi] = np.count_nonzero(block_cdf <= (thresholds[lo:hi] * total)[:, None], axis=1)
+
+    overflow = token >= vocab  # u * total rounded up to total, or an all-zero row
+    if overflow.any():
+        picked = np.flatnonzero(overflow)
+        _fix_overflow(token, overflow, laws.build(picked, None, laws.scratch(picked.size)), stop, vocab)
+    return _emit(ids, stop, token)
+
+
+class _Laws:
+    """Builds the rows ``_verify_contiguous`` samples from, as ``_verify_general`` computes them.
+
+    Row i's law is ``max(0, p - q)`` (q zeroed on the bonus rows, where every draft was accepted),
+    or ``p`` itself when gamma is 0; p and q are rows ``p_at[i]`` / ``q_at[i]`` of the inputs.
+    """
+
+    def __init__(self, target_rows, p_at, draft_rows=None, q_at=None, bonus=None):
+        self.target_rows, self.p_at = target_rows, p_at
+        self.draft_rows, self.q_at, self.bonus = draft_rows, q_at, bonus
+
+    def scratch(self, n):
+        """Buffers for up to ``n`` rows: (p buffer, q buffer or None)."""
+        vocab = self.target_rows.shape[1]
+        q = None if self.draft_rows is None else np.empty((n, vocab), dtype=self.draft_rows.dtype)
+        return np.empty((n, vocab), dtype=self.target_rows.dtype), q
+
+    def build(self, lo, hi, scratch, out=None):
+        """The laws of rows ``lo:hi`` (or of the row indices ``lo`` when ``hi`` is None), into ``out``."""
+        pick = lo if hi is None else slice(lo, hi)
+        p_buf, q_buf = scratch
+        p_at = self.p_at[pick]
+        # mode="clip" never clips here (indices are in range); with mode="raise", out= is buffered.
+        law = np.take(self.target_rows, p_at, axis=0, out=p_buf[: p_at.size], mode="clip")
+        if self.draft_rows is None:
+            if out is not None:
+                np.copyto(out, law)
+                return out
+            return law
+        sub = np.take(self.draft_rows, self.q_at[pick], axis=0, out=q_buf[: p_at.size], mode="clip")
+        sub[self.bonus[pick]] = 0.0
+        np.subtract(law, sub, out=law)
+        return np.maximum(law, 0.0, out=law if out is None else out)
+
+
+def _verify_general(ids, draft_probs, target_probs, uniforms):
+    """The kernel with plain numpy indexing: any input numpy can index (errors as numpy raises them)."""
+    batch, gamma = ids.shape
+    vocab = target_probs.shape[-1]
+    rows = np.arange(batch)
 
     if gamma:
         target_at = np.take_along_axis(target_probs[:, :gamma], ids[..., None], axis=2)[..., 0]
@@ -55,14 +193,24 @@ def numpy_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> np
     token = np.count_nonzero(cdf <= (uniforms[:, gamma] * total)[:, None], axis=1)
     overflow = token >= vocab  # u * total rounded up to total, or an all-zero row
     if overflow.any():
-        positive = final[overflow] > 0
-        if not positive.any(axis=1).all():
-            bad = int(rows[overflow][~positive.any(axis=1)][0])
-            raise ValueError(f"row {bad}: the law to sample at position {int(stop[bad])} has no mass.")
-        token[overflow] = vocab - 1 - positive[:, ::-1].argmax(axis=1)
+        _fix_overflow(token, overflow, final[overflow], stop, vocab)
+    return _emit(ids, stop, token)
 
+
+def _fix_overflow(token, overflow, law, stop, vocab):
+    """Overflowed rows take their last token of positive mass; raise for a row with no mass at all."""
+    positive = law > 0
+    if not positive.any(axis=1).all():
+        bad = int(np.flatnonzero(overflow)[~positive.any(axis=1)][0])
+        raise ValueError(f"row {bad}: the law to sample at position {int(stop[bad])} has no mass.")
+    token[overflow] = vocab - 1 - positive[:, ::-1].argmax(axis=1)
+
+
+def _emit(ids, stop, token):
+    """int64 [B, gamma+1]: the accepted drafts, the sampled token at ``stop``, then -1."""
+    batch, gamma = ids.shape
     out = np.full((batch, gamma + 1), -1, dtype=np.int64)
     if gamma:
         out[:, :gamma] = np.where(np.arange(gamma) < stop[:, None], ids, -1)
-    out[rows, stop] = token
+    out[np.arange(batch), stop] = token
     return out

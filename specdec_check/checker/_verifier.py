@@ -10,7 +10,7 @@ import numpy as np
 from .. import stats
 from ..exact import encode_emitted, num_step_outcomes, step_law
 from ..exact._enumerate import _acceptance, _path_step_law
-from ..scenarios import VerifierScenario, default_verifier_battery
+from ..scenarios import SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery
 from ._block import VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
 from ._outputs import check_output, impossible_events, parse_step
@@ -21,6 +21,7 @@ from ._tally import CountTally, PitTally
 __all__ = ["VERIFIER_CHECKS", "check_verifier"]
 
 VERIFIER_CHECKS = (
+    "screen",
     "contract",
     "non_finite",
     "impossible",
@@ -52,6 +53,8 @@ def _same(a, b) -> bool:
 
 
 def _planned_tests(scenario: VerifierScenario, checks) -> list:
+    if isinstance(scenario, VerifierScreen):
+        return []  # impossible events only: no false-alarm budget
     tests = []
     for name in ("first_token", "stop_conditional", "accepted_count"):
         if name in checks and (scenario.gamma or name == "first_token"):
@@ -88,7 +91,7 @@ def check_verifier(verify, *, scenarios=None, mode="default", backend="numpy", s
     """
     return run_battery(kind="verifier", command="verify", sampler=verify, keywords=VERIFIER_KEYWORDS,
                        scenario_type=VerifierScenario, default_battery=default_verifier_battery, plan=_planned_tests,
-                       run_class=_ScenarioRun, known_checks=VERIFIER_CHECKS, scenarios=scenarios, mode=mode,
+                       run_class=_scenario_run, known_checks=VERIFIER_CHECKS, scenarios=scenarios, mode=mode,
                        backend=backend, seed=seed, alpha=alpha, progress=progress, checks=checks, device=device,
                        dtype=dtype)
 
@@ -256,10 +259,9 @@ class _ScenarioRun(ScenarioRunBase):
     def note_skipped(self, check, why):
         self.records.append(TestRecord(self.scenario.name, check, "skipped", True, 0.0, 0, details={"skipped": why}))
 
-    def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng) -> bool:
-        """Check one call's outputs against the block's exact laws; False when the scenario must stop."""
-        s, draw = self.scenario, block.draw
-        gamma = s.gamma
+    def structural(self, block, out, step, outcome) -> bool:
+        """Events of probability zero in one call (no false-alarm budget); False after a finding."""
+        draw, gamma = block.draw, self.scenario.gamma
         no_final = step.final < 0
         if no_final.any():
             dropped = no_final & (step.accepted < gamma)
@@ -273,7 +275,6 @@ class _ScenarioRun(ScenarioRunBase):
                 self.stopped = True
                 return False
             self.bonus_missing += int(no_final.sum())
-        outcome = block.outcome(step.accepted, step.final)
         if "impossible" in self.checks:
             events = impossible_events(step, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
                                        tolerance=self.backend.tolerance, gathered=(block.target_at, block.draft_at,
@@ -284,6 +285,15 @@ class _ScenarioRun(ScenarioRunBase):
             if events:
                 self.stopped = True
                 return False
+        return True
+
+    def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng) -> bool:
+        """Check one call's outputs against the block's exact laws; False when the scenario must stop."""
+        s, draw = self.scenario, block.draw
+        gamma = s.gamma
+        outcome = block.outcome(step.accepted, step.final)
+        if not self.structural(block, out, step, outcome):
+            return False
         self.accepted_total += float(step.accepted.sum())
         self.accepted_expected += block.expected_accepted
         self.emitted_total += int(step.emitted.sum())
@@ -488,3 +498,46 @@ class _ScenarioRun(ScenarioRunBase):
             tokens_per_step_expected=1.0 + self.accepted_expected / n,
             elapsed_s=elapsed, stopped_early=bool(self.stopped),
         )
+
+
+class _ScreenRun(_ScenarioRun):
+    """The structural screen: one-row calls alternating its probes, impossible events only.
+
+    It stops at the first finding; a fully accepted row without a bonus token is named at once
+    (lossless, inefficient), since on the accept-all probe every row accepts every draft.
+    """
+
+    def execute(self):
+        started = time.perf_counter()
+        s = self.scenario
+        if "screen" in self.checks:
+            for i in range(s.row_budget):
+                draw = s.draw(self.rng, self.law_rows, probe=i % s.probes)
+                out, step = self.call_parsed(draw, self.next_seed())
+                if out is None:
+                    break
+                self.samples += 1
+                block = VerifierBlock(draw, conditional=False)
+                if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):
+                    break
+                self.accepted_total += float(step.accepted.sum())
+                self.accepted_expected += block.expected_accepted
+                self.emitted_total += int(step.emitted.sum())
+                if self.bonus_missing:
+                    self.fail("efficiency", f"row {self.samples - 1} of the screen accepted all {s.gamma} drafts and "
+                              "emitted no bonus token: lossless, but one token per fully accepted step is thrown away",
+                              {"probe": int(draw.pool_index[0]), "output": out[0].tolist()}, kind="inefficiency")
+                    self.stopped = True
+                    break
+        self.records.append(TestRecord(
+            s.name, "screen", "structural screen (events of probability zero, one row per call)",
+            not self.findings, 0.0, self.samples,
+            details={"rows": self.samples, "row_budget": s.row_budget, "probes": list(SCREEN_PROBES),
+                     "skipped": None if "screen" in self.checks else "check not selected"}))
+        self.summary = self.make_summary(time.perf_counter() - started)
+
+
+def _scenario_run(sampler, scenario, *args):
+    """The run for one scenario: the screen has its own loop."""
+    cls = _ScreenRun if isinstance(scenario, VerifierScreen) else _ScenarioRun
+    return cls(sampler, scenario, *args)

@@ -3,16 +3,20 @@
 from ._battery import default_generator_battery, default_verifier_battery, markov_pair
 from ._corpus import CORPUS, corpus_bigram, corpus_vocabulary
 from ._scenario import GeneratorScenario, LawTables, VerifierDraw, VerifierScenario
+from ._screen import SCREEN_PROBES, VerifierScreen, screen_rows
 
 __all__ = [
     "CORPUS",
     "GeneratorScenario",
+    "SCREEN_PROBES",
     "LawTables",
     "VerifierDraw",
     "VerifierScenario",
+    "VerifierScreen",
     "corpus_bigram",
     "corpus_vocabulary",
     "default_generator_battery",
     "default_verifier_battery",
     "markov_pair",
+    "screen_rows",
 ]

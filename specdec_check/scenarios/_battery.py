@@ -12,6 +12,7 @@ import numpy as np
 from ..models import HashedMarkovModel, MarkovModel, mix
 from ._corpus import corpus_bigram
 from ._scenario import GeneratorScenario, VerifierScenario
+from ._screen import VerifierScreen
 
 __all__ = ["default_generator_battery", "default_verifier_battery", "markov_pair"]
 
@@ -90,7 +91,11 @@ def markov_pair(kind: str, *, vocab_size: int, order: int = 1, seed: int = 0):
 
 
 def default_verifier_battery() -> list:
-    """The checker's default verifier scenarios (vocabularies 7 to 32,000; gamma 1, 2, 4, 7; rows 1 to 4096)."""
+    """The checker's default verifier scenarios (vocabularies 7 to 32,000; gamma 1, 2, 4, 7; rows 1 to 4096).
+
+    The first is the structural :class:`~specdec_check.scenarios.VerifierScreen` (16 rows, impossible
+    events only), so gross bugs are named after a row or two; the statistical scenarios follow.
+    """
     corpus_target, corpus_draft = corpus_bigram(0.5)
     large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
     large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
@@ -108,6 +113,7 @@ def default_verifier_battery() -> list:
         ("many-rows", "low-acceptance", 33, 1, 2, 4096),
     ]
     battery = [
+        VerifierScreen.default(),
         VerifierScenario("corpus-bigram", corpus_target, corpus_draft, 4, 256,
                          description="corpus bigram, draft w=0.5 mix with the unigram (V=18)"),
     ]

@@ -296,7 +296,7 @@ def test_wrong_scenario_type_is_type_error():
 
 
 def test_check_name_lists_are_exposed():
-    assert set(VERIFIER_CHECKS) == {"contract", "non_finite", "impossible", "step_law", "first_token", "stop_conditional",
+    assert set(VERIFIER_CHECKS) == {"screen", "contract", "non_finite", "impossible", "step_law", "first_token", "stop_conditional",
                                     "accepted_count", "efficiency", "determinism", "independence", "batch_invariance"}
     assert set(GENERATOR_CHECKS) == {"contract", "joint", "marginals", "pairs", "target_calls"}
 

@@ -54,7 +54,7 @@ def test_console_script_is_installed_and_points_at_main(tmp_path):
                                           "AttributeError:"),
         (["verify", "os:sep"], "specdec-check verify: error: 'os:sep' is not callable (it is a str)"),
         (["verify", "--scenario", "no-such-scenario"], "specdec-check verify: error: unknown scenario(s) "
-                                                       "'no-such-scenario'; choose from corpus-bigram"),
+                                                       "'no-such-scenario'; choose from screen, corpus-bigram"),
         (["verify", "--scenarios", "os:SEEK_SET"], "specdec-check verify: error: 'os:SEEK_SET' is neither a scenario"),
         (["verify", "--scenarios", "os:sep"], "specdec-check verify: error: TypeError: scenarios must be"),
         (["demo", "--tokens", "0"], "specdec-check demo: error: argument --tokens: expected a positive integer"),

@@ -123,3 +123,47 @@ class TestPoissonBinomialTest:
             poisson_binomial_test(s, p, alpha=0.01, **kw)
         with pytest.raises(ValueError, match="alpha"):
             poisson_binomial_test(1, [0.5, 0.5], alpha=2)
+
+
+# --- repeats: independent copies of each Bernoulli ----------------------------------------------
+
+@pytest.mark.parametrize("n, copies", [(7, 3), (300, 5), (5000, 16)])
+def test_repeats_equal_the_tiled_probabilities(n, copies):
+    p = np.random.default_rng(n).random(n)
+    tiled = poisson_binomial_pmf(np.tile(p, copies))
+    repeated = poisson_binomial_pmf(p, repeats=copies)
+    assert repeated.size == n * copies + 1
+    np.testing.assert_allclose(repeated, tiled, rtol=0, atol=1e-14)
+
+
+def test_per_probability_repeats_equal_np_repeat_and_small_cases_are_exact():
+    rng = np.random.default_rng(11)
+    p = rng.random(400)
+    reps = rng.integers(1, 5, size=p.size)
+    np.testing.assert_allclose(poisson_binomial_pmf(p, repeats=reps), poisson_binomial_pmf(np.repeat(p, reps)),
+                               rtol=0, atol=1e-14)
+    small = np.array([0.2, 0.7, 0.4])
+    np.testing.assert_allclose(poisson_binomial_pmf(small, repeats=[1, 2, 3]), dp_pmf(np.repeat(small, [1, 2, 3])),
+                               rtol=0, atol=1e-15)
+
+
+def test_test_with_repeats_matches_the_tiled_test():
+    p = np.random.default_rng(2).random(20_000)
+    s = int(10 * p.sum()) + 250
+    tiled = poisson_binomial_test(s, np.tile(p, 10), alpha=1e-6)
+    repeated = poisson_binomial_test(s, p, alpha=1e-6, repeats=10)
+    assert repeated.n == tiled.n == 200_000
+    assert repeated.expected == pytest.approx(tiled.expected, rel=1e-12)
+    assert repeated.pvalue == pytest.approx(tiled.pvalue, rel=1e-9, abs=1e-13)
+
+
+@pytest.mark.parametrize("repeats, match", [(0, "repeats"), (1.5, "repeats"), ([1, 2], "repeats"), ([[1]], "repeats")])
+def test_bad_repeats_are_value_errors(repeats, match):
+    with pytest.raises(ValueError, match=match):
+        poisson_binomial_test(1, [0.5, 0.5, 0.5], alpha=0.01, repeats=repeats)
+
+
+def test_successes_are_bounded_by_the_repeated_trials():
+    assert poisson_binomial_test(6, [0.5, 0.5], alpha=0.01, repeats=3).n == 6
+    with pytest.raises(ValueError, match="number of trials 6"):
+        poisson_binomial_test(7, [0.5, 0.5], alpha=0.01, repeats=3)

@@ -1,0 +1,177 @@
+"""The checker's cached laws (VerifierBlock), law tables, input reuse and the structural screen.
+
+Every law here is compared with an independent computation from ``specdec_check.exact``
+(path_step_law, acceptance probabilities) or with the stats engine's randomized PIT on the
+same uniforms; all randomness is seeded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specdec_check import check_verifier, stats
+from specdec_check.bugs import CONTROLS, entry
+from specdec_check.checker._block import MAX_REUSE, REUSE_CELLS, VerifierBlock, reuse_count
+from specdec_check.checker._outputs import check_output
+from specdec_check.exact import path_step_law
+from specdec_check.samplers import numpy_verify
+from specdec_check.scenarios import (SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery,
+                                     markov_pair, screen_rows)
+
+_BATTERY = [s for s in default_verifier_battery() if not isinstance(s, VerifierScreen)]
+_SMALL = [s for s in _BATTERY if s.vocab_size <= 1000]
+
+
+def _draw(scenario, seed=0, tables=None):
+    pool = None if scenario.fixed_target_probs is not None else scenario.prompts()
+    return scenario.draw(np.random.default_rng(seed), pool=pool, tables=tables)
+
+
+def _blocks(scenario, draw):
+    """The dense block, and the keyed one where the scenario has law tables."""
+    blocks = [VerifierBlock(draw, conditional=True)]
+    tables = scenario.law_tables()
+    if tables is not None:
+        blocks.append(VerifierBlock(draw, conditional=True, tables=tables))
+    return blocks
+
+
+@pytest.mark.parametrize("scenario", _BATTERY, ids=lambda s: s.name)
+def test_table_draw_is_the_model_draw_bitwise(scenario):
+    tables = scenario.law_tables()
+    if tables is None:
+        pytest.skip("no law tables at this vocabulary (V * contexts too large)")
+    plain, keyed = _draw(scenario, 3), _draw(scenario, 3, tables)
+    for name in ("draft_token_ids", "draft_probs", "target_probs", "pool_index"):
+        assert np.array_equal(getattr(plain, name), getattr(keyed, name)), name
+    assert np.array_equal(tables.target[keyed.context_keys], keyed.target_probs)
+
+
+@pytest.mark.parametrize("scenario", _SMALL, ids=lambda s: s.name)
+def test_block_pit_matches_the_stats_engine_on_the_same_uniforms(scenario):
+    draw = _draw(scenario, 1)
+    out = numpy_verify(draft_token_ids=draw.draft_token_ids, draft_probs=draw.draft_probs,
+                       target_probs=draw.target_probs, generator=np.random.default_rng(2))
+    _, step = check_output(out, draw.draft_token_ids, scenario.vocab_size)
+    law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)  # [B, g+1, V]
+    batch, vocab = out.shape[0], scenario.vocab_size
+    has = np.flatnonzero(step.final >= 0)
+    for block in _blocks(scenario, draw):
+        outcome = block.outcome(step.accepted, step.final)
+
+        def same(u_block, samples, rows):
+            expected = stats.randomized_pit(samples, rows, rng=np.random.default_rng(7))
+            np.testing.assert_allclose(u_block, expected, rtol=0, atol=1e-12)
+
+        u = np.random.default_rng(7).random(batch)
+        same(block.pit_first(out[:, 0], u), out[:, 0], draw.target_probs[:, 0])
+        same(block.pit_count(step.accepted, u), step.accepted, law.sum(axis=2))
+        same(block.pit_step(outcome, u), step.accepted * vocab + step.final, law.reshape(batch, -1))
+        u_has = np.random.default_rng(7).random(has.size)
+        cond = law[has, step.accepted[has]]
+        cond = cond / cond.sum(axis=1, keepdims=True)  # the law of the final token given the stop
+        same(block.pit_final(outcome, has, u_has), step.final[has], cond)
+
+
+@pytest.mark.parametrize("scenario", _SMALL, ids=lambda s: s.name)
+def test_block_expected_counts_and_collision_laws_are_exact(scenario):
+    draw = _draw(scenario, 4)
+    law = path_step_law(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+    gamma = scenario.gamma
+    for block in _blocks(scenario, draw):
+        np.testing.assert_allclose(block.count_expected, law.sum(axis=(0, 2)), atol=1e-9)
+        np.testing.assert_allclose(block.collision_probs(), (law**2).sum(axis=(1, 2)), atol=1e-12)
+        merged = (law[:, :gamma] ** 2).sum(axis=(1, 2)) + law[:, gamma].sum(axis=1) ** 2
+        np.testing.assert_allclose(block.collision_probs(bonus_missing=True), merged, atol=1e-12)
+        if block.first_expected is not None:
+            np.testing.assert_allclose(block.first_expected, draw.target_probs[:, 0].sum(axis=0), atol=1e-9)
+            np.testing.assert_allclose(block.final_expected, law.sum(axis=(0, 1)), atol=1e-9)
+
+
+def test_block_pit_rejects_a_zero_probability_outcome():
+    scenario = _battery_by_name("disjoint-supports")
+    draw = _draw(scenario)
+    block = VerifierBlock(draw, conditional=True, tables=scenario.law_tables())
+    zero = np.argmin(draw.target_probs[:, 0], axis=1)  # a token target row 0 rules out
+    assert (draw.target_probs[np.arange(zero.size), 0, zero] == 0).all()
+    with pytest.raises(ValueError, match="probability 0"):
+        block.pit_first(zero, np.full(zero.size, 0.5))
+
+
+def test_reuse_count_rule():
+    assert reuse_count(0) == 1
+    assert reuse_count(REUSE_CELLS - 1) == 1
+    assert reuse_count(2 * REUSE_CELLS) == 2
+    assert reuse_count(10**12) == MAX_REUSE
+
+
+def test_reused_inputs_keep_the_reference_exact_and_catch_a_bug():
+    """A 2^21-cell call (reuse 2): the reference passes, a wrong residual still fails its law test."""
+    target, draft = markov_pair("low-acceptance", vocab_size=32, seed=5)
+    rows = 2 * REUSE_CELLS // (9 * 32) + 1
+    scenario = VerifierScenario("big-calls", target, draft, 4, rows, description="reuse 2")
+    assert reuse_count(rows * 9 * 32) == 2
+    good = check_verifier(numpy_verify, scenarios=[scenario], mode="default", seed=3)
+    assert good.passed, [f.message for f in good.findings]
+    law_records = [r for r in good.results if r.check == "stop_conditional"]
+    assert law_records and law_records[0].n > rows  # more samples than distinct rows: the block was reused
+    bad = check_verifier(entry("resample_from_target").sampler, scenarios=[scenario], mode="default", seed=3)
+    assert not bad.passed
+
+
+def _battery_by_name(name):
+    return {s.name: s for s in _BATTERY}[name]
+
+
+# -- the structural screen ----------------------------------------------------------------------------
+
+def test_screen_rows_are_laws_and_probes_are_validated():
+    for probe in SCREEN_PROBES:
+        target, draft = screen_rows(probe)
+        np.testing.assert_allclose(target.sum(axis=1), 1.0)
+        np.testing.assert_allclose(draft.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="unknown screen probe"):
+        screen_rows("nope")
+
+
+#: Bugs the screen names (rows <= 4 at seed 0), with the finding kind it must report.
+_SCREENED = {
+    "resample_from_target": "failure", "residual_swapped": "failure", "ratio_inverted": "failure",
+    "no_bonus_token": "inefficiency", "bonus_from_wrong_row": "failure", "residual_one_position_late": "failure",
+    "residual_from_first_position": "failure", "residual_at_drafted_token_only": "failure",
+    "medusa_typical_acceptance": "failure", "accepted_count_without_prefix": "failure",
+    "safe_division_epsilon": "failure", "continue_after_rejection": "failure", "target_rows_shifted": "failure",
+    "sampled_match": "failure", "one_hot_rule_on_stochastic_draft": "failure",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SCREENED))
+def test_screen_names_gross_bugs_within_a_few_rows(name):
+    report = check_verifier(entry(name).sampler, scenarios=[VerifierScreen.default()], seed=0)
+    assert report.findings, f"{name}: the screen found nothing"
+    assert report.findings[0].kind == _SCREENED[name]
+    assert report.samples_used <= 4
+
+
+@pytest.mark.parametrize("control", CONTROLS, ids=lambda e: e.name)
+def test_screen_passes_exact_controls(control):
+    report = check_verifier(control.sampler, scenarios=[VerifierScreen.default(row_budget=64)], seed=1)
+    assert report.passed and not report.findings, [f.message for f in report.findings]
+    assert report.samples_used == 64
+
+
+def test_screen_is_first_in_the_battery_and_can_be_deselected():
+    assert isinstance(default_verifier_battery()[0], VerifierScreen)
+    report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()],
+                            checks=("contract", "impossible"), seed=0)
+    assert report.samples_used == 0 and not report.findings
+    assert report.results[0].details["skipped"] == "check not selected"
+
+
+def test_check_output_rejects_out_of_range_unsigned_ids():
+    ids = np.zeros((1, 2), dtype=np.int64)
+    problem, step = check_output(np.array([[0, 0, 2**63 + 5]], dtype=np.uint64), ids, 9)
+    assert step is None and "outside [0, 9)" in problem[0]
+    problem, step = check_output(np.array([[0, 0, 3]], dtype=np.uint8), ids, 9)
+    assert problem is None and step.accepted[0] == 2 and step.final[0] == 3

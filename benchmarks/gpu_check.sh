@@ -25,6 +25,18 @@ SPECDEC_TORCH_THREADS=4 timeout 170 python -m pytest tests/torch -q -rs -p no:ca
   | tail -60 | tee -a "$RESULTS"
 log "pytest exit status: ${PIPESTATUS[0]}"
 
+log "== check_verifier(torch_verify) on cuda, quick mode, float32 and bfloat16 (outputs counted on the device)"
+timeout 60 python - <<'PY' 2>&1 | tee -a "$RESULTS"
+import time
+from specdec_check import check_verifier
+from specdec_check.samplers import torch_verify
+for dtype in ("float32", "bfloat16"):
+    start = time.perf_counter()
+    report = check_verifier(torch_verify, backend="torch", device="cuda", dtype=dtype, mode="quick", seed=0)
+    print(dtype, "passed" if report.passed else "FAILED", report.samples_used, "samples",
+          f"{time.perf_counter() - start:.1f} s", [f.message[:100] for f in report.findings])
+PY
+
 log "== benchmark: torch_verify on cuda (float32, bfloat16) vs numpy_verify on the host"
 timeout 90 python benchmarks/bench_torch.py --device cuda --dtype float32 --batch 100000 --repeats 3 2>&1 \
   | tee -a "$RESULTS"

@@ -20,6 +20,9 @@ class Backend:
     tolerance: float = 0.0
     #: Whether :meth:`law_rows` changes rows (a cast); when False scenarios skip it.
     casts_rows: bool = True
+    #: Whether outputs are parsed, transformed and counted where the sampler left them
+    #: (:meth:`parse_on_device`, :meth:`to_device`, :meth:`uniforms`); only counts travel.
+    counts_on_device: bool = False
 
     def generator(self, seed: int):
         raise NotImplementedError

@@ -13,6 +13,8 @@ sample costs two gathers instead of a pass over its row (Brockwell 2007).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..exact._enumerate import _count_law
@@ -36,48 +38,48 @@ def reuse_count(cells_per_call: int) -> int:
     return int(max(1, min(MAX_REUSE, cells_per_call // REUSE_CELLS)))
 
 
-def _lower_total(cdf, index, samples):
-    """``(F(x-1), F(V-1))`` of each sample in its row of the cumulative law ``cdf[index]``."""
-    lower = np.where(samples > 0, cdf[index + (np.maximum(samples - 1, 0),)], 0.0)
-    return lower, cdf[index + (np.full_like(samples, cdf.shape[-1] - 1),)]
+#: The largest float64 below 1: PIT values are clipped to [0, 1).
+_BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
 
-def pit_from_bounds(lower, mass, total, uniforms, samples) -> np.ndarray:
+def pit_from_bounds(lower, mass, total, uniforms, samples):
     """Randomized PIT ``u = (F(x-1) + U p(x)) / F(V-1)`` (Brockwell 2007; Czado, Gneiting & Held 2009).
 
     ``lower = F(x-1)`` and ``total = F(V-1)`` come from the cumulative (unnormalised) law of each
     sample's row; ``mass = p(x)`` is read from the row itself, never as a difference of cumulative
     sums (which would round a tiny positive mass to zero). Raises ``ValueError`` for a sample on
-    an outcome of probability zero.
+    an outcome of probability zero. numpy arrays or torch tensors (on any device) alike.
     """
     bad = ~(mass > 0) | ~(total > 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
+    if bool(bad.any()):
+        i = int(np.flatnonzero(bad)[0]) if isinstance(bad, np.ndarray) else int(bad.nonzero()[0, 0])
         raise ValueError(f"support violation: sample {i} is outcome {int(samples[i])}, which has probability 0 "
                          "in its row; the sampler produced an impossible outcome.")
-    u = (lower + uniforms * mass) / total
-    return np.minimum(u, np.nextafter(1.0, 0.0), out=u)
+    return ((lower + uniforms * mass) / total).clip(max=_BELOW_ONE)
 
 
 class StepOutcome:
     """One call's outputs located in the block's laws: each row's stop ``k``, final token ``y`` (-1
-    clipped to 0) and the entries the checks read there (flat gathers, one pass each)."""
+    clipped to 0) and the entries the checks read there (flat gathers, one pass each).
+
+    Works on a host block (numpy) and on its device copy (torch) with the same code."""
 
     def __init__(self, block: "VerifierBlock", accepted, final):
-        vocab = block.vocab
-        self.stop, self.token = accepted, np.maximum(final, 0)
-        self.target = block.target_rows.reshape(-1)[block.target_row[block.rows, accepted] * vocab + self.token]
-        if block.gamma:  # q_k(y) at a rejection (k < gamma); unused at the bonus position
-            draft_row = block.draft_row[block.rows, np.minimum(accepted, block.gamma - 1)]
+        xp, vocab, gamma = block.xp, block.vocab, block.gamma
+        self.stop, self.token = accepted, final.clip(min=0)
+        at = block.rows * (gamma + 1) + accepted  # (row, stop) in the [B, gamma+1] index tables
+        self.target = block.target_rows.reshape(-1)[block.target_row.reshape(-1)[at] * vocab + self.token]
+        if gamma:  # q_k(y) at a rejection (k < gamma); unused at the bonus position
+            draft_row = block.draft_row.reshape(-1)[block.rows * gamma + accepted.clip(max=gamma - 1)]
             self.draft = block.draft_rows.reshape(-1)[draft_row * vocab + self.token]
-            self.mass = np.where(accepted < block.gamma, np.maximum(self.target - self.draft, 0.0), self.target)
+            self.mass = xp.where(accepted < gamma, (self.target - self.draft).clip(min=0.0), self.target)
         else:
-            self.draft = np.zeros(accepted.size)
+            self.draft = self.target * 0.0
             self.mass = self.target
         if block.final_cum is not None:
-            start = block.final_row[block.rows, accepted] * vocab
+            start = block.final_row.reshape(-1)[at] * vocab
             cum = block.final_cum.reshape(-1)
-            self.lower = np.where(self.token > 0, cum[start + np.maximum(self.token - 1, 0)], 0.0)
+            self.lower = xp.where(self.token > 0, cum[start + (self.token - 1).clip(min=0)], 0.0)
             self.total = cum[start + vocab - 1]
 
 
@@ -106,6 +108,7 @@ class VerifierBlock:
                  plot_vocab: int = 64):
         self.draw = draw
         self.uses = 0
+        self.xp, self.host = np, self
         ids = draw.draft_token_ids
         batch, gamma = ids.shape
         vocab = draw.target_probs.shape[-1]
@@ -185,17 +188,20 @@ class VerifierBlock:
     # -- randomized PIT of each test's samples -----------------------------------------------------
     def pit_first(self, tokens, uniforms):
         """PIT of the first emitted token against target row 0."""
-        vocab = self.vocab
+        xp, vocab = self.xp, self.vocab
         start = self.first_row * vocab
         cum = self.first_cum.reshape(-1)
-        lower = np.where(tokens > 0, cum[start + np.maximum(tokens - 1, 0)], 0.0)
+        lower = xp.where(tokens > 0, cum[start + (tokens - 1).clip(min=0)], 0.0)
         mass = self.target_rows.reshape(-1)[self.target_row[:, 0] * vocab + tokens]  # p_0(y)
         return pit_from_bounds(lower, mass, cum[start + vocab - 1], uniforms, tokens)
 
     def pit_count(self, accepted, uniforms):
         """PIT of the accepted count against its exact law given the path."""
-        lower = np.where(accepted > 0, self.count_cdf[self.rows, np.maximum(accepted - 1, 0)], 0.0)
-        return pit_from_bounds(lower, self.count_law[self.rows, accepted], self.count_cdf[:, -1], uniforms, accepted)
+        width = self.gamma + 1
+        at = self.rows * width + accepted
+        law, cdf = self.count_law.reshape(-1), self.count_cdf.reshape(-1)
+        lower = self.xp.where(accepted > 0, cdf[(at - 1).clip(min=0)], 0.0)
+        return pit_from_bounds(lower, law[at], cdf[self.rows * width + self.gamma], uniforms, accepted)
 
     def pit_final(self, outcome: StepOutcome, rows, uniforms):
         """PIT of the final token given the stop position (``rows``: those with a final token):
@@ -205,12 +211,29 @@ class VerifierBlock:
 
     def pit_step(self, outcome: StepOutcome, uniforms):
         """PIT of the joint (k, y), codes ``k * V + y``: ``P(K < k) + P(K = k) F_k(y-1 | k)``."""
-        stop = outcome.stop
-        weight = self.count_law[self.rows, stop]
-        below = np.where(stop > 0, self.count_cdf[self.rows, np.maximum(stop - 1, 0)], 0.0)
+        xp, stop, width = self.xp, outcome.stop, self.gamma + 1
+        at = self.rows * width + stop
+        weight = self.count_law.reshape(-1)[at]
+        below = xp.where(stop > 0, self.count_cdf.reshape(-1)[(at - 1).clip(min=0)], 0.0)
         total = outcome.total
-        scale = np.divide(weight, total, out=np.zeros_like(total), where=total > 0)
+        scale = xp.where(total > 0, weight / xp.where(total > 0, total, 1.0), 0.0)
         codes = stop * self.vocab + outcome.token
-        return pit_from_bounds(below + scale * outcome.lower, scale * outcome.mass, self.count_cdf[:, -1], uniforms,
-                               codes)
+        return pit_from_bounds(below + scale * outcome.lower, scale * outcome.mass,
+                               self.count_cdf.reshape(-1)[self.rows * width + self.gamma], uniforms, codes)
 
+    # -- the device copy -----------------------------------------------------------------------------
+    _DEVICE_FIELDS = ("rows", "target_rows", "draft_rows", "target_row", "draft_row", "first_cum", "first_row",
+                      "final_cum", "final_row", "count_law", "count_cdf", "target_at", "draft_at")
+
+    def on_device(self, to_tensor) -> "VerifierBlock":
+        """A copy whose laws are ``to_tensor(array)`` (torch tensors on the sampler's device), so
+        outputs are located, PIT-transformed and counted where they are; host fields stay numpy.
+        Shared law tables are converted once per table (``to_tensor`` may cache by identity)."""
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        for name in self._DEVICE_FIELDS:
+            value = getattr(self, name)
+            setattr(copy, name, None if value is None else to_tensor(value))
+        copy.xp = sys.modules["torch"]
+        copy.host = self
+        return copy

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ParsedStep", "check_output", "contract_violation", "impossible_events", "parse_step"]
+__all__ = ["ParsedStep", "any_impossible", "check_output", "contract_violation", "impossible_events", "parse_step"]
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,43 @@ def parse_step(out: np.ndarray, draft_token_ids: np.ndarray, *, emitted=None) ->
 
 
 def _at_least(a, b, tol):
-    """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0)."""
+    """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0); numpy or torch."""
     if not tol:
         return a >= b
-    return a >= b + tol * np.maximum(np.abs(a), np.abs(b)) + (tol * 1e-3 if tol else 0.0)
+    larger = np.maximum(abs(a), abs(b)) if isinstance(a, np.ndarray) else abs(a).maximum(abs(b))
+    return a >= b + tol * larger + tol * 1e-3
+
+
+def any_impossible(step: ParsedStep, outcome, block, *, tolerance: float) -> bool:
+    """Whether :func:`impossible_events` (or a dropped final token) would report anything.
+
+    Masks only, with the same comparisons, on numpy arrays or on device tensors (one host
+    synchronisation); the caller reruns the host path to name the rows when this is True.
+    ``outcome`` is the call's :class:`~specdec_check.checker._block.StepOutcome` in ``block``.
+    """
+    gamma = block.gamma
+    has_final = step.final >= 0
+    if gamma:
+        rejected = (step.accepted < gamma) & has_final
+        at = block.rows * gamma + step.accepted.clip(max=gamma - 1)
+        p_x, q_x = block.target_at.reshape(-1)[at], block.draft_at.reshape(-1)[at]
+        bad = (~has_final & (step.accepted < gamma)) | (rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0))
+        bad = bad | (rejected & _at_least(outcome.draft, outcome.target, tolerance))
+        positions = _arange_like(block.target_at, gamma)
+        bad = bad | ((step.accepted[:, None] > positions) & (block.target_at <= 0)).any(1)
+    else:
+        bad = step.accepted < 0  # all False
+    bad = bad | ((step.accepted == gamma) & has_final & (outcome.target <= 0))
+    return bool(bad.any())
+
+
+def _arange_like(array, n):
+    """``arange(n)`` in the namespace and on the device of ``array``."""
+    if isinstance(array, np.ndarray):
+        return np.arange(n)
+    import torch
+
+    return torch.arange(n, device=array.device)
 
 
 def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_probs, *, tolerance: float,

@@ -53,8 +53,9 @@ class CountTally:
             self.sequential.update(self.pending)
         self.pending = None
 
-    def add_codes(self, codes: np.ndarray) -> None:
-        self.add_counts(np.bincount(codes, minlength=self.probs.size))
+    def add_codes(self, codes) -> None:
+        """Count outcome codes (a numpy array, or a tensor counted on its device)."""
+        self.add_counts(_bincount(codes, self.probs.size))
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
         self.flush()
@@ -104,14 +105,19 @@ class PitTally(CountTally):
         small = probs_rows.shape[-1] <= 64
         self.add_uniforms(u, categories=samples if small else None, expected=probs_rows.sum(axis=0) if small else None)
 
-    def add_uniforms(self, u: np.ndarray, *, categories=None, expected=None) -> None:
-        """Add PIT values ``u``; ``categories`` and ``expected`` (a law's counts) feed the plots of small laws."""
-        self.add_counts(np.bincount(np.minimum((u * self.bins).astype(np.int64), self.bins - 1), minlength=self.bins))
+    def add_uniforms(self, u, *, categories=None, expected=None) -> None:
+        """Add PIT values ``u``; ``categories`` and ``expected`` (a law's counts) feed the plots of small laws.
+
+        ``u`` and ``categories`` may be device tensors: they are binned and counted there.
+        """
+        scaled = u * self.bins
+        index = scaled.astype(np.int64) if isinstance(scaled, np.ndarray) else scaled.long()
+        self.add_counts(_bincount(index.clip(max=self.bins - 1), self.bins))
         if categories is not None and expected is not None:
             if self.category_counts is None:
                 self.category_counts = np.zeros(expected.size)
                 self.category_expected = np.zeros(expected.size)
-            self.category_counts += np.bincount(categories, minlength=expected.size)
+            self.category_counts += _bincount(categories, expected.size)[: expected.size]
             self.category_expected += expected
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
@@ -123,3 +129,10 @@ class PitTally(CountTally):
             rec.details["expected"] = (self.category_expected / total).tolist() if total else []
             rec.details["law"] = "pooled over rows (mixture of the per-row exact laws)"
         return rec
+
+
+def _bincount(values, minlength: int) -> np.ndarray:
+    """``np.bincount`` of a numpy array, or of a tensor where it lives (only the counts reach the host)."""
+    if isinstance(values, np.ndarray):
+        return np.bincount(values, minlength=minlength)
+    return values.long().bincount(minlength=minlength).cpu().numpy()

@@ -16,8 +16,9 @@ import torch
 from ..models._torch import DTYPES, CastLawModel, TorchModel, cast_law_rows, resolve_device, resolve_dtype
 from ..samplers._torch import _same_device
 from ._backend import Backend
+from ._outputs import ParsedStep
 
-__all__ = ["TOLERANCES", "TorchBackend", "count_on_device", "encode_on_device"]
+__all__ = ["TOLERANCES", "TorchBackend", "count_on_device", "encode_on_device", "parse_on_device"]
 
 #: Impossible-event tolerance per dtype. A sampler may compare ``u * q < p`` after each
 #: probability has been rounded to the dtype (and renormalised in it), so ``p`` and ``q``
@@ -44,6 +45,7 @@ class TorchBackend(Backend):
     """
 
     name = "torch"
+    counts_on_device = True
 
     def __init__(self, device="cpu", dtype="float32"):
         self.torch_device = resolve_device(device)
@@ -137,6 +139,31 @@ class TorchBackend(Backend):
     def count_on_device(self, codes, minlength: int) -> np.ndarray:
         return count_on_device(codes, minlength)
 
+    # ----------------------------------------------------------------------------- device-side checking
+    def on_device(self, output) -> bool:
+        """Whether ``output`` can be checked where it is: an integer tensor on this backend's device."""
+        return (isinstance(output, torch.Tensor) and _same_device(output.device, self.torch_device)
+                and not (output.dtype.is_floating_point or output.dtype.is_complex or output.dtype == torch.bool))
+
+    @staticmethod
+    def encode_on_device(output, vocab_size: int) -> torch.Tensor:
+        """Outcome codes of well-formed outputs (:func:`encode_on_device`), on their device."""
+        return encode_on_device(output, vocab_size)[0]
+
+    def to_device(self, array: np.ndarray) -> torch.Tensor:
+        """A numpy law or index array on the device (float64 laws, int64 indices)."""
+        return torch.from_numpy(np.ascontiguousarray(array)).to(self.torch_device)
+
+    def uniforms(self, seed: int):
+        """``draw(n)``: float64 Uniform(0, 1) tensors on the device from a generator seeded with ``seed``."""
+        gen = self.generator(seed)
+        return lambda n: torch.rand(int(n), generator=gen, device=self.torch_device, dtype=torch.float64)
+
+    @staticmethod
+    def parse_on_device(output, draft_token_ids, vocab_size: int) -> ParsedStep | None:
+        """See :func:`parse_on_device`."""
+        return parse_on_device(output, draft_token_ids, vocab_size)
+
 
 def count_on_device(codes, minlength: int) -> np.ndarray:
     """``np.bincount(codes, minlength)`` computed where ``codes`` live (only the counts cross to the host).
@@ -168,3 +195,36 @@ def encode_on_device(tokens: torch.Tensor, vocab_size: int) -> tuple:
     offsets = torch.tensor(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64), device=tokens.device)
     code = offsets[(lengths - 1).clamp(min=0)] + code
     return torch.where(ok, code, torch.full_like(code, -1)), ok
+
+
+def parse_on_device(output: torch.Tensor, draft_token_ids: torch.Tensor, vocab_size: int | None = None):
+    """Device-side :func:`~specdec_check.checker._outputs.check_output`: the decoded step as
+    tensors (accepted count, final token or -1, emitted count) when ``output`` is well formed
+    ([B, gamma+1] ids in ``[0, V)`` then -1 padding, at least one token, nothing after the first
+    token that differs from its draft), else None (the host path then names the problem).
+    One host synchronisation.
+    """
+    ids = draft_token_ids
+    batch, gamma = ids.shape
+    if tuple(output.shape) != (batch, gamma + 1):
+        return None
+    out = output.long()
+    real = out >= 0
+    bad = (out < -1).any() | (~real[:, 0]).any()
+    if vocab_size is not None:
+        bad = bad | (out >= vocab_size).any()
+    if gamma:
+        bad = bad | (real[:, 1:] & ~real[:, :-1]).any()
+    emitted = real.sum(dim=1)
+    if gamma:
+        same = out[:, :gamma] == ids
+        accepted = torch.where(same.all(dim=1), gamma, (~same).to(torch.uint8).argmax(dim=1))
+    else:
+        accepted = torch.zeros(batch, dtype=torch.int64, device=out.device)
+    rows = torch.arange(batch, device=out.device)
+    final = out.reshape(-1)[rows * (gamma + 1) + accepted.clamp(max=gamma)]
+    final = torch.where(emitted > accepted, final, -1)
+    bad = bad | (emitted > accepted + 1).any()
+    if bool(bad):
+        return None
+    return ParsedStep(accepted, final, emitted)

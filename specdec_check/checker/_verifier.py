@@ -13,7 +13,7 @@ from ..exact._enumerate import _acceptance, _path_step_law
 from ..scenarios import SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery
 from ._block import VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
-from ._outputs import check_output, impossible_events, parse_step
+from ._outputs import any_impossible, check_output, impossible_events, parse_step
 from ._report import CheckReport, ScenarioSummary, TestRecord
 from ._run import ScenarioRunBase, planned_samples, run_battery
 from ._tally import CountTally, PitTally
@@ -120,8 +120,9 @@ class _ScenarioRun(ScenarioRunBase):
         return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables)
 
     def call(self, draw, seed, check="contract"):
-        """Run the verifier on ``draw``; its output, or None after a finding that stops the scenario."""
-        return self.call_parsed(draw, seed, check)[0]
+        """Run the verifier on ``draw``; its output on the host, or None after a finding that stops the scenario."""
+        out = self.call_parsed(draw, seed, check)[0]
+        return out if out is None or isinstance(out, np.ndarray) else self.backend.to_host(out)
 
     def call_parsed(self, draw, seed, check="contract"):
         """:meth:`call` and the decoded output: ``(out, step)``, or ``(None, None)``."""
@@ -147,6 +148,10 @@ class _ScenarioRun(ScenarioRunBase):
                 self.fail("contract", f"the verifier modified its input(s) {changed} in place", {"modified": changed})
                 self.stopped = True
                 return None, None
+        if self.backend.counts_on_device and self.backend.on_device(out):
+            step = self.backend.parse_on_device(out, kwargs["draft_token_ids"], self.scenario.vocab_size)
+            if step is not None:  # well formed: the output stays where the sampler left it
+                return out, step
         try:
             out = self.backend.to_host(out)
         except Exception as exc:
@@ -288,43 +293,82 @@ class _ScenarioRun(ScenarioRunBase):
         return True
 
     def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng) -> bool:
-        """Check one call's outputs against the block's exact laws; False when the scenario must stop."""
+        """Check one call's outputs against the block's exact laws; False when the scenario must stop.
+
+        Outputs a device backend left on its device are checked there (:meth:`device_block`): the
+        laws go to the device once per block and only counts come back. A flagged event of
+        probability zero sends the call's output to the host, whose path names the rows.
+        """
         s, draw = self.scenario, block.draw
         gamma = s.gamma
-        outcome = block.outcome(step.accepted, step.final)
-        if not self.structural(block, out, step, outcome):
-            return False
+        host = isinstance(out, np.ndarray)
+        if not host:
+            block = self.device_block(block)
+            outcome = block.outcome(step.accepted, step.final)
+            if any_impossible(step, outcome, block, tolerance=self.backend.tolerance if "impossible" in self.checks
+                              else float("inf")):
+                out = self.backend.to_host(out)
+                return self.absorb(block.host, out, check_output(out, draw.draft_token_ids, s.vocab_size)[1],
+                                   tallies, integrated, outcomes, pit_rng)
+            self.bonus_missing += int((step.final < 0).sum())
+            uniforms = self.backend.uniforms(int(pit_rng.integers(2**63)))
+        else:
+            outcome = block.outcome(step.accepted, step.final)
+            if not self.structural(block, out, step, outcome):
+                return False
+            uniforms = pit_rng.random
         self.accepted_total += float(step.accepted.sum())
         self.accepted_expected += block.expected_accepted
         self.emitted_total += int(step.emitted.sum())
         if gamma:
-            self.first_accepted += int(np.count_nonzero(step.accepted))
+            self.first_accepted += int((step.accepted > 0).sum())
             if not self.first_accept_groups or self.first_accept_groups[-1][0] is not block.accept_first:
                 self.first_accept_groups.append([block.accept_first, 0])
             self.first_accept_groups[-1][1] += 1
         try:
             if "first_token" in tallies:
-                first = out[:, 0]
-                tallies["first_token"].add_uniforms(block.pit_first(first, pit_rng.random(first.size)),
+                first = out[:, 0] if host else out[:, 0].long()
+                tallies["first_token"].add_uniforms(block.pit_first(first, uniforms(first.shape[0])),
                                                     categories=first, expected=block.first_expected)
             if "stop_conditional" in tallies:
-                has = np.flatnonzero(step.final >= 0)
-                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, pit_rng.random(has.size)),
+                has = np.flatnonzero(step.final >= 0) if host else (step.final >= 0).nonzero()[:, 0]
+                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, uniforms(has.shape[0])),
                                                          categories=step.final[has], expected=block.final_expected)
             if "accepted_count" in tallies:
-                tallies["accepted_count"].add_uniforms(block.pit_count(step.accepted, pit_rng.random(step.accepted.size)),
+                tallies["accepted_count"].add_uniforms(block.pit_count(step.accepted, uniforms(step.accepted.shape[0])),
                                                        categories=step.accepted, expected=block.count_expected)
             if "step_law" in tallies and not self.bonus_missing:
                 codes = step.accepted * s.vocab_size + step.final
-                tallies["step_law"].add_uniforms(block.pit_step(outcome, pit_rng.random(codes.size)),
+                tallies["step_law"].add_uniforms(block.pit_step(outcome, uniforms(codes.shape[0])),
                                                  categories=codes, expected=block.step_expected)
         except ValueError as exc:  # a sample on a zero-probability outcome
             self.fail("impossible", f"an output has probability zero under the exact law: {exc}")
             self.stopped = True
             return False
         if integrated is not None and not self.bonus_missing:
-            integrated.add_codes(draw.pool_index * outcomes + encode_emitted(out, s.vocab_size))
+            if host:
+                integrated.add_codes(draw.pool_index * outcomes + encode_emitted(out, s.vocab_size))
+            else:
+                codes = self.backend.encode_on_device(out, s.vocab_size)
+                integrated.add_codes(self.backend.to_device(draw.pool_index) * outcomes + codes)
         return True
+
+    def device_block(self, block):
+        """The block's laws on the backend's device, made once per block (the scenario's law tables once per run)."""
+        if getattr(block, "device_copy", None) is None:
+            shared = {} if self.tables is None else {id(a): a for a in (self.tables.target, self.tables.draft,
+                                                                         self.tables.target_cum, self.tables.final_cum)}
+            cache = self.__dict__.setdefault("_device_tables", {})
+
+            def to_tensor(array):
+                if id(array) in shared and shared[id(array)] is array:
+                    if id(array) not in cache:
+                        cache[id(array)] = self.backend.to_device(array)
+                    return cache[id(array)]
+                return self.backend.to_device(array)
+
+            block.device_copy = block.on_device(to_tensor)
+        return block.device_copy
 
     # -- efficiency ----------------------------------------------------------------------------------
     def efficiency(self):
@@ -516,6 +560,9 @@ class _ScreenRun(_ScenarioRun):
                 out, step = self.call_parsed(draw, self.next_seed())
                 if out is None:
                     break
+                if not isinstance(out, np.ndarray):  # one row: checked on the host
+                    out = self.backend.to_host(out)
+                    step = check_output(out, draw.draft_token_ids, s.vocab_size)[1]
                 self.samples += 1
                 block = VerifierBlock(draw, conditional=False)
                 if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):

@@ -19,6 +19,16 @@ tokens the right law rules out.
   swapped operands, an inverted ratio, a residual from another position, an unnormalised
   inverse CDF or continuing after the rejection then emits an impossible token with
   probability at least 0.65 per row.
+- ``spread``: a one-hot draft the target rules out, and a target row uniform on 1,000 other
+  tokens: the first draft is always rejected and the recovered token is uniform on 1,000
+  tokens, so two independent steps on this row agree with probability 1/1000. Four pairs of
+  identical rows in one call, then four pairs of calls with fresh generators, test that rows
+  and calls draw independent randomness (exact Poisson-binomial collision counts, the only
+  screen checks that spend false-alarm budget).
+- ``near-one``: one-hot drafts ``q_k = delta(a_k)`` with ``p_k(a_k) = 0.99`` (the rest on
+  ``b_k``). Any lossless verifier emits ``a_0`` first with probability 0.99 (the first token's
+  law is ``p_0``), so six rows with six ``a_0`` are expected; a rule that rejects whenever
+  ``p < q`` emits none (an exact binomial test of the first-token law).
 """
 
 from __future__ import annotations
@@ -30,50 +40,69 @@ import numpy as np
 from ..samplers import categorical
 from ._scenario import VerifierDraw, VerifierScenario
 
-__all__ = ["SCREEN_GAMMA", "SCREEN_PROBES", "VerifierScreen", "screen_rows"]
+__all__ = ["SCREEN_GAMMA", "SCREEN_PROBES", "SCREEN_VOCAB", "STRUCTURAL_PROBES", "VerifierScreen", "screen_rows"]
 
 SCREEN_GAMMA = 7
-SCREEN_PROBES = ("accept-all", "partial")
+SCREEN_VOCAB = 1024
+SCREEN_PROBES = ("accept-all", "partial", "spread", "near-one")
+#: Probes the structural part alternates over (the spread probe serves the collision tests).
+STRUCTURAL_PROBES = 2
 
 
-def screen_rows(probe: str, *, gamma: int = SCREEN_GAMMA):
-    """``(target_probs [gamma+1, V], draft_probs [gamma, V])`` of one screen probe, V = 3 gamma + 2."""
+def screen_rows(probe: str, *, gamma: int = SCREEN_GAMMA, vocab_size: int = SCREEN_VOCAB):
+    """``(target_probs [gamma+1, V], draft_probs [gamma, V])`` of one screen probe.
+
+    Position ``k`` of the accept-all and partial probes uses tokens ``3k .. 3k+2``; their bonus
+    row the two tokens after those; the spread probe's first target row the tokens above.
+    """
     if probe not in SCREEN_PROBES:
         raise ValueError(f"unknown screen probe {probe!r}; choose from {SCREEN_PROBES}.")
-    vocab = 3 * gamma + 2
-    target = np.zeros((gamma + 1, vocab))
-    draft = np.zeros((gamma, vocab))
+    bonus = [3 * gamma, 3 * gamma + 1]
+    if vocab_size < 3 * gamma + 2 + 1000:
+        raise ValueError(f"the screen needs vocab_size >= {3 * gamma + 1002}; got {vocab_size}.")
+    target = np.zeros((gamma + 1, vocab_size))
+    draft = np.zeros((gamma, vocab_size))
     for k in range(gamma):
         a, b, c = 3 * k, 3 * k + 1, 3 * k + 2
-        if probe == "accept-all":
-            target[k, [a, b]] = draft[k, [a, b]] = 0.5
-        else:
+        if probe == "partial":
             target[k, a], target[k, b] = 0.25, 0.75
             draft[k, b], draft[k, c] = 0.75, 0.25
-    target[gamma, [vocab - 2, vocab - 1]] = 0.5
+        else:
+            target[k, [a, b]] = draft[k, [a, b]] = 0.5
+    target[gamma, bonus] = 0.5
+    if probe == "near-one":
+        for k in range(gamma):
+            target[k] = draft[k] = 0.0
+            draft[k, 3 * k] = 1.0
+            target[k, 3 * k], target[k, 3 * k + 1] = 0.99, 0.01
+    if probe == "spread":
+        target[0] = 0.0
+        target[0, 3 * gamma + 2: 3 * gamma + 1002] = 1.0 / 1000
+        draft[0] = 0.0
+        draft[0, 0] = 1.0
     return target, draft
 
 
 @dataclass(frozen=True, eq=False)
 class VerifierScreen(VerifierScenario):
-    """The structural screen as a scenario: ``row_budget`` one-row calls alternating the probes.
+    """The screen as a scenario: ``row_budget`` one-row calls alternating the structural probes, then
+    ``pairs`` within-call and ``pairs`` across-call pairs of spread rows.
 
     Build it with :meth:`default`; the checker runs it with impossible-event checks only.
     """
 
     row_budget: int = 16
+    pairs: int = 4
+    near_one_rows: int = 6
 
     @classmethod
-    def default(cls, *, row_budget: int = 16) -> "VerifierScreen":
+    def default(cls, *, row_budget: int = 16, pairs: int = 4) -> "VerifierScreen":
         rows = [screen_rows(p) for p in SCREEN_PROBES]
         return cls("screen", None, None, SCREEN_GAMMA, 1, prompt_pool=len(rows),
-                   description="structural screen: accept-all and partial-overlap probes, one row per call, "
-                               "impossible events only", fixed_target_probs=np.stack([r[0] for r in rows]),
-                   fixed_draft_probs=np.stack([r[1] for r in rows]), row_budget=row_budget)
+                   description="screen: accept-all and partial-overlap probes one row per call (impossible "
+                               "events), then collision pairs on a spread row", fixed_target_probs=np.stack([r[0] for r in rows]),
+                   fixed_draft_probs=np.stack([r[1] for r in rows]), row_budget=row_budget, pairs=pairs)
 
-    @property
-    def probes(self) -> int:
-        return int(self.fixed_target_probs.shape[0])
 
     def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None, probe: int = 0) -> VerifierDraw:
         """One row of probe ``probe`` with its drafts drawn from the probe's draft rows."""

@@ -133,32 +133,55 @@ def test_screen_rows_are_laws_and_probes_are_validated():
         np.testing.assert_allclose(draft.sum(axis=1), 1.0)
     with pytest.raises(ValueError, match="unknown screen probe"):
         screen_rows("nope")
+    with pytest.raises(ValueError, match="vocab_size"):
+        screen_rows("spread", vocab_size=100)
 
 
-#: Bugs the screen names (rows <= 4 at seed 0), with the finding kind it must report.
+def test_spread_pairs_collide_rarely_and_near_one_rows_accept_often():
+    from specdec_check.scenarios import VerifierDraw
+
+    screen = VerifierScreen.default()
+    spread = screen.draw(np.random.default_rng(0), probe=SCREEN_PROBES.index("spread"))
+    assert isinstance(spread, VerifierDraw)
+    law = path_step_law(spread.draft_token_ids, spread.draft_probs, spread.target_probs)
+    assert (law**2).sum() == pytest.approx(1e-3)  # two independent steps agree with probability 1/1000
+    near = screen.draw(np.random.default_rng(0), probe=SCREEN_PROBES.index("near-one"))
+    assert near.target_probs[0, 0, near.draft_token_ids[0, 0]] == pytest.approx(0.99)
+
+
+#: Bugs the screen names at seed 0: (finding kind, check, most rows used).
 _SCREENED = {
-    "resample_from_target": "failure", "residual_swapped": "failure", "ratio_inverted": "failure",
-    "no_bonus_token": "inefficiency", "bonus_from_wrong_row": "failure", "residual_one_position_late": "failure",
-    "residual_from_first_position": "failure", "residual_at_drafted_token_only": "failure",
-    "medusa_typical_acceptance": "failure", "accepted_count_without_prefix": "failure",
-    "safe_division_epsilon": "failure", "continue_after_rejection": "failure", "target_rows_shifted": "failure",
-    "sampled_match": "failure", "one_hot_rule_on_stochastic_draft": "failure",
+    "resample_from_target": ("failure", "impossible", 4), "residual_swapped": ("failure", "impossible", 4),
+    "ratio_inverted": ("failure", "impossible", 4), "no_bonus_token": ("inefficiency", "efficiency", 1),
+    "bonus_from_wrong_row": ("failure", "impossible", 1), "residual_one_position_late": ("failure", "impossible", 4),
+    "residual_from_first_position": ("failure", "impossible", 4),
+    "residual_at_drafted_token_only": ("failure", "impossible", 4),
+    "medusa_typical_acceptance": ("failure", "impossible", 4),
+    "accepted_count_without_prefix": ("failure", "impossible", 4),
+    "safe_division_epsilon": ("failure", "impossible", 4), "continue_after_rejection": ("failure", "contract", 1),
+    "target_rows_shifted": ("failure", "impossible", 1), "sampled_match": ("failure", "impossible", 4),
+    "one_hot_rule_on_stochastic_draft": ("failure", "impossible", 4),
+    # statistical screen checks: 16 structural rows, 6 near-one rows, 8 + 8 rows of collision pairs
+    "deterministic_accept": ("failure", "first_token", 22), "rows_share_uniforms": ("failure", "independence", 30),
+    "greedy_recovery": ("failure", "independence", 30), "generator_ignored": ("failure", "independence", 38),
 }
 
 
 @pytest.mark.parametrize("name", sorted(_SCREENED))
-def test_screen_names_gross_bugs_within_a_few_rows(name):
+def test_screen_names_bugs_within_a_few_rows(name):
+    kind, check, rows = _SCREENED[name]
     report = check_verifier(entry(name).sampler, scenarios=[VerifierScreen.default()], seed=0)
     assert report.findings, f"{name}: the screen found nothing"
-    assert report.findings[0].kind == _SCREENED[name]
-    assert report.samples_used <= 4
+    assert (report.findings[0].kind, report.findings[0].check) == (kind, check)
+    assert report.samples_used <= rows
 
 
 @pytest.mark.parametrize("control", CONTROLS, ids=lambda e: e.name)
 def test_screen_passes_exact_controls(control):
     report = check_verifier(control.sampler, scenarios=[VerifierScreen.default(row_budget=64)], seed=1)
     assert report.passed and not report.findings, [f.message for f in report.findings]
-    assert report.samples_used == 64
+    assert report.samples_used == 64 + 6 + 16
+    assert [r.check for r in report.results] == ["first_token", "independence", "independence", "screen"]
 
 
 def test_screen_is_first_in_the_battery_and_can_be_deselected():

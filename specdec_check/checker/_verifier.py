@@ -11,7 +11,7 @@ from .. import stats
 from ..exact import encode_emitted, num_step_outcomes, step_law
 from ..exact._enumerate import _acceptance, _path_step_law
 from ..scenarios import SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery
-from ..scenarios._screen import STRUCTURAL_PROBES
+from ..scenarios._screen import OVERFLOW_TOKENS, STRUCTURAL_PROBES
 from ._block import VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
 from ._outputs import any_impossible, check_output, impossible_events, parse_step
@@ -57,8 +57,9 @@ def _planned_tests(scenario: VerifierScenario, checks) -> list:
     if isinstance(scenario, VerifierScreen):  # impossible events, a first-token law, two collision tests
         if "screen" not in checks:
             return []
-        return [t for t, c in (("first_token", "first_token"), ("independence_rows", "independence"),
-                               ("independence_calls", "independence")) if c in checks]
+        return [t for t, c in (("first_token", "first_token"), ("accepted_count", "accepted_count"),
+                               ("independence_rows", "independence"), ("independence_calls", "independence"),
+                               ("stop_conditional", "stop_conditional")) if c in checks]
     tests = []
     for name in ("first_token", "stop_conditional", "accepted_count"):
         if name in checks and (scenario.gamma or name == "first_token"):
@@ -585,9 +586,13 @@ class _ScreenRun(_ScenarioRun):
         structural_rows = self.samples
         if "first_token" in self.plan and not self.stopped:
             self.near_one()
+        if "accepted_count" in self.plan and not self.stopped:
+            self.all_accepted()
         for within_call in (True, False):
             if ("independence_rows" if within_call else "independence_calls") in self.plan and not self.stopped:
                 self.pairs(within_call)
+        if "stop_conditional" in self.plan and not self.stopped:
+            self.overflow()
         self.records.append(TestRecord(
             s.name, "screen", "structural screen (events of probability zero, one row per call)",
             not any(f.check != "independence" for f in self.findings), 0.0, structural_rows,
@@ -633,6 +638,57 @@ class _ScreenRun(_ScenarioRun):
                       f"(p = {res.pvalue:.3g}): the first token's law is not the target's; a draft with p < q "
                       "must still be accepted with probability p/q", {"hits": hits, "rows": int(probs.size),
                                                                     "pvalue": float(res.pvalue)})
+            self.stopped = True
+
+    def all_accepted(self):
+        """Rows whose seven drafts each have p/q = 1/2: all are accepted with probability 2^-7 per row;
+        an exact two-sided Poisson-binomial test of how many rows accept them all."""
+        s = self.scenario
+        alpha = self.ledger.spend(f"{s.name}/accepted_count")
+        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("half"))
+        draw = draw.head(np.zeros(s.half_rows, dtype=np.int64))
+        out = self.counted_call(draw, "accepted_count")
+        if out is None:
+            return
+        probs = VerifierBlock(draw, conditional=False).count_law[:, s.gamma]
+        hits = int((parse_step(out, draw.draft_token_ids).accepted == s.gamma).sum())
+        res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
+        self.records.append(TestRecord(
+            s.name, "accepted_count", f"exact Poisson-binomial (rows accepting all {s.gamma} drafts of p/q = 1/2, "
+            "screen)", not res.rejected, alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
+            details={"rows_accepting_all": hits, "expected": float(probs.sum())}))
+        if res.rejected:
+            self.fail("accepted_count", f"{hits} of {probs.size} rows accepted all {s.gamma} drafts of acceptance "
+                      f"probability 1/2 each, {probs.sum():.3g} expected (p = {res.pvalue:.3g}): the acceptance "
+                      "tests of a row's positions are not independent (a uniform reused across positions?)",
+                      {"hits": hits, "rows": int(probs.size), "pvalue": float(res.pvalue)})
+            self.stopped = True
+
+    def overflow(self):
+        """Rows whose residuals are uniform on 8 tokens (mass 0.1): given a rejection, the recovered
+        token is the last of them with probability 1/8; an exact test of how often it is."""
+        s = self.scenario
+        alpha = self.ledger.spend(f"{s.name}/stop_conditional")
+        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("overflow"))
+        draw = draw.head(np.zeros(s.overflow_rows, dtype=np.int64))
+        out = self.counted_call(draw, "stop_conditional")
+        if out is None:
+            return
+        step = parse_step(out, draw.draft_token_ids)
+        rejected = np.flatnonzero((step.accepted < s.gamma) & (step.final >= 0))
+        last = draw.draft_token_ids[rejected, step.accepted[rejected]] + OVERFLOW_TOKENS  # the last residual token
+        hits = int((step.final[rejected] == last).sum())
+        probs = np.full(rejected.size, 1.0 / OVERFLOW_TOKENS)
+        res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
+        self.records.append(TestRecord(
+            s.name, "stop_conditional", "exact binomial (recovered token on the last of 8 equal residual tokens, "
+            "screen)", not res.rejected, alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
+            details={"last_token_recovered": hits, "expected": float(probs.sum())}))
+        if res.rejected:
+            self.fail("stop_conditional", f"{hits} of {probs.size} recovered tokens were the last of 8 equally likely "
+                      f"residual tokens, {probs.sum():.3g} expected (p = {res.pvalue:.3g}): the residual is not "
+                      "sampled from its normalised law (an unnormalised inverse CDF overflows onto the last token?)",
+                      {"hits": hits, "rejections": int(probs.size), "pvalue": float(res.pvalue)})
             self.stopped = True
 
     def pairs(self, within_call: bool):

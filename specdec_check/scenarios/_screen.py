@@ -29,6 +29,13 @@ tokens the right law rules out.
   ``b_k``). Any lossless verifier emits ``a_0`` first with probability 0.99 (the first token's
   law is ``p_0``), so six rows with six ``a_0`` are expected; a rule that rejects whenever
   ``p < q`` emits none (an exact binomial test of the first-token law).
+- ``half``: one-hot drafts with ``p_k / q_k = 1/2`` at every position: all seven drafts are
+  accepted with probability ``2^-7``; a rule that reuses one uniform across a row's positions
+  accepts all seven with probability 1/2 (an exact test on 24 rows of the accepted count).
+- ``overflow``: one-hot drafts with ``p_k(x_k) = 0.9``; the residual is uniform on 8 other
+  tokens (mass 0.1). A recovered token is the last of them with probability 1/8; sampling the
+  unnormalised residual by inverse CDF puts the overflow (probability 0.9) there (an exact
+  test on 28 rows of the final token given a rejection).
 """
 
 from __future__ import annotations
@@ -40,11 +47,13 @@ import numpy as np
 from ..samplers import categorical
 from ._scenario import VerifierDraw, VerifierScenario
 
-__all__ = ["SCREEN_GAMMA", "SCREEN_PROBES", "SCREEN_VOCAB", "STRUCTURAL_PROBES", "VerifierScreen", "screen_rows"]
+__all__ = ["OVERFLOW_MASS", "OVERFLOW_TOKENS", "SCREEN_GAMMA", "SCREEN_PROBES", "SCREEN_VOCAB", "STRUCTURAL_PROBES", "VerifierScreen", "screen_rows"]
 
 SCREEN_GAMMA = 7
 SCREEN_VOCAB = 1024
-SCREEN_PROBES = ("accept-all", "partial", "spread", "near-one")
+SCREEN_PROBES = ("accept-all", "partial", "spread", "near-one", "half", "overflow")
+#: Residual tokens per position of the overflow probe, and its residual mass.
+OVERFLOW_TOKENS, OVERFLOW_MASS = 8, 0.1
 #: Probes the structural part alternates over (the spread probe serves the collision tests).
 STRUCTURAL_PROBES = 2
 
@@ -70,11 +79,19 @@ def screen_rows(probe: str, *, gamma: int = SCREEN_GAMMA, vocab_size: int = SCRE
         else:
             target[k, [a, b]] = draft[k, [a, b]] = 0.5
     target[gamma, bonus] = 0.5
-    if probe == "near-one":
+    if probe in ("near-one", "half"):
+        ratio = 0.99 if probe == "near-one" else 0.5
         for k in range(gamma):
             target[k] = draft[k] = 0.0
             draft[k, 3 * k] = 1.0
-            target[k, 3 * k], target[k, 3 * k + 1] = 0.99, 0.01
+            target[k, 3 * k], target[k, 3 * k + 1] = ratio, 1.0 - ratio
+    if probe == "overflow":
+        width = OVERFLOW_TOKENS + 1
+        for k in range(gamma):
+            target[k] = draft[k] = 0.0
+            draft[k, width * k] = 1.0
+            target[k, width * k] = 1.0 - OVERFLOW_MASS
+            target[k, width * k + 1: width * (k + 1)] = OVERFLOW_MASS / OVERFLOW_TOKENS
     if probe == "spread":
         target[0] = 0.0
         target[0, 3 * gamma + 2: 3 * gamma + 1002] = 1.0 / 1000
@@ -94,6 +111,8 @@ class VerifierScreen(VerifierScenario):
     row_budget: int = 16
     pairs: int = 4
     near_one_rows: int = 6
+    half_rows: int = 24
+    overflow_rows: int = 28
 
     @classmethod
     def default(cls, *, row_budget: int = 16, pairs: int = 4) -> "VerifierScreen":

@@ -147,6 +147,12 @@ def test_spread_pairs_collide_rarely_and_near_one_rows_accept_often():
     assert (law**2).sum() == pytest.approx(1e-3)  # two independent steps agree with probability 1/1000
     near = screen.draw(np.random.default_rng(0), probe=SCREEN_PROBES.index("near-one"))
     assert near.target_probs[0, 0, near.draft_token_ids[0, 0]] == pytest.approx(0.99)
+    half = screen.draw(np.random.default_rng(0), probe=SCREEN_PROBES.index("half"))
+    law = path_step_law(half.draft_token_ids, half.draft_probs, half.target_probs)
+    assert law[0, -1].sum() == pytest.approx(2.0**-7)  # all seven drafts accepted
+    over = screen.draw(np.random.default_rng(0), probe=SCREEN_PROBES.index("overflow"))
+    law = path_step_law(over.draft_token_ids, over.draft_probs, over.target_probs)[0, 0]
+    assert np.count_nonzero(law) == 8 and np.allclose(law[law > 0], law[law > 0][0])  # uniform residual
 
 
 #: Bugs the screen names at seed 0: (finding kind, check, most rows used).
@@ -161,9 +167,12 @@ _SCREENED = {
     "safe_division_epsilon": ("failure", "impossible", 4), "continue_after_rejection": ("failure", "contract", 1),
     "target_rows_shifted": ("failure", "impossible", 1), "sampled_match": ("failure", "impossible", 4),
     "one_hot_rule_on_stochastic_draft": ("failure", "impossible", 4),
-    # statistical screen checks: 16 structural rows, 6 near-one rows, 8 + 8 rows of collision pairs
-    "deterministic_accept": ("failure", "first_token", 22), "rows_share_uniforms": ("failure", "independence", 30),
-    "greedy_recovery": ("failure", "independence", 30), "generator_ignored": ("failure", "independence", 38),
+    # statistical screen checks: 16 structural rows, 6 near-one rows, 24 half rows, 8 + 8 rows of collision
+    # pairs, 28 overflow rows
+    "deterministic_accept": ("failure", "first_token", 22), "one_uniform_per_row": ("failure", "accepted_count", 46),
+    "rows_share_uniforms": ("failure", "independence", 54), "greedy_recovery": ("failure", "independence", 54),
+    "generator_ignored": ("failure", "independence", 62), "unnormalised_inverse_cdf": ("failure", "stop_conditional", 90),
+    "recovered_with_failed_uniform": ("failure", "stop_conditional", 90),
 }
 
 
@@ -180,8 +189,9 @@ def test_screen_names_bugs_within_a_few_rows(name):
 def test_screen_passes_exact_controls(control):
     report = check_verifier(control.sampler, scenarios=[VerifierScreen.default(row_budget=64)], seed=1)
     assert report.passed and not report.findings, [f.message for f in report.findings]
-    assert report.samples_used == 64 + 6 + 16
-    assert [r.check for r in report.results] == ["first_token", "independence", "independence", "screen"]
+    assert report.samples_used == 64 + 6 + 24 + 16 + 28
+    assert [r.check for r in report.results] == ["first_token", "accepted_count", "independence", "independence",
+                                                 "stop_conditional", "screen"]
 
 
 def test_screen_is_first_in_the_battery_and_can_be_deselected():

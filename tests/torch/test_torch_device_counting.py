@@ -115,7 +115,7 @@ def _torch_resample_from_target(*, draft_token_ids, draft_probs, target_probs, g
 def test_screen_runs_on_the_torch_backend():
     report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()], seed=0)
     device = check_verifier(torch_verify, backend="torch", scenarios=[VerifierScreen.default()], seed=0)
-    assert report.inefficiencies and device.passed and device.samples_used == 16 + 6 + 16
+    assert report.inefficiencies and device.passed and device.samples_used == 16 + 6 + 24 + 16 + 28
 
 
 from _torch_helpers import cuda_test  # noqa: E402

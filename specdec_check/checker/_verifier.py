@@ -10,8 +10,7 @@ import numpy as np
 from .. import stats
 from ..exact import encode_emitted, num_step_outcomes, step_law
 from ..exact._enumerate import _acceptance, _path_step_law
-from ..scenarios import SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery
-from ..scenarios._screen import OVERFLOW_TOKENS, STRUCTURAL_PROBES
+from ..scenarios import VerifierScenario, VerifierScreen, default_verifier_battery
 from ._block import VerifierBlock, reuse_count
 from ._callables import VERIFIER_KEYWORDS
 from ._outputs import any_impossible, check_output, impossible_events, parse_step
@@ -54,12 +53,10 @@ def _same(a, b) -> bool:
 
 
 def _planned_tests(scenario: VerifierScenario, checks) -> list:
-    if isinstance(scenario, VerifierScreen):  # impossible events, a first-token law, two collision tests
-        if "screen" not in checks:
-            return []
-        return [t for t, c in (("first_token", "first_token"), ("accepted_count", "accepted_count"),
-                               ("independence_rows", "independence"), ("independence_calls", "independence"),
-                               ("stop_conditional", "stop_conditional")) if c in checks]
+    if isinstance(scenario, VerifierScreen):  # impossible events, then a few exact small-sample tests
+        from ._screen_run import screen_plan
+
+        return screen_plan(checks)
     tests = []
     for name in ("first_token", "stop_conditional", "accepted_count"):
         if name in checks and (scenario.gamma or name == "first_token"):
@@ -553,170 +550,10 @@ class _ScenarioRun(ScenarioRunBase):
         )
 
 
-class _ScreenRun(_ScenarioRun):
-    """The structural screen: one-row calls alternating its probes, impossible events only.
-
-    It stops at the first finding; a fully accepted row without a bonus token is named at once
-    (lossless, inefficient), since on the accept-all probe every row accepts every draft.
-    """
-
-    def execute(self):
-        started = time.perf_counter()
-        s = self.scenario
-        if "screen" in self.checks:
-            for i in range(s.row_budget):
-                draw = s.draw(self.rng, self.law_rows, probe=i % STRUCTURAL_PROBES)
-                out, step = self.call_parsed(draw, self.next_seed())
-                if out is None:
-                    break
-                if not isinstance(out, np.ndarray):  # one row: checked on the host
-                    out = self.backend.to_host(out)
-                    step = check_output(out, draw.draft_token_ids, s.vocab_size)[1]
-                self.samples += 1
-                block = VerifierBlock(draw, conditional=False)
-                if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):
-                    break
-                self.count_tokens(block, step)
-                if self.bonus_missing:
-                    self.fail("efficiency", f"row {self.samples - 1} of the screen accepted all {s.gamma} drafts and "
-                              "emitted no bonus token: lossless, but one token per fully accepted step is thrown away",
-                              {"probe": int(draw.pool_index[0]), "output": out[0].tolist()}, kind="inefficiency")
-                    self.stopped = True
-                    break
-        structural_rows = self.samples
-        if "first_token" in self.plan and not self.stopped:
-            self.near_one()
-        if "accepted_count" in self.plan and not self.stopped:
-            self.all_accepted()
-        for within_call in (True, False):
-            if ("independence_rows" if within_call else "independence_calls") in self.plan and not self.stopped:
-                self.pairs(within_call)
-        if "stop_conditional" in self.plan and not self.stopped:
-            self.overflow()
-        self.records.append(TestRecord(
-            s.name, "screen", "structural screen (events of probability zero, one row per call)",
-            not any(f.check != "independence" for f in self.findings), 0.0, structural_rows,
-            details={"rows": self.samples, "row_budget": s.row_budget, "probes": list(SCREEN_PROBES),
-                     "skipped": None if "screen" in self.checks else "check not selected"}))
-        self.summary = self.make_summary(time.perf_counter() - started)
-
-
-    def count_tokens(self, block, step):
-        """Accepted and emitted tokens of one call, against the exact expectation (the summary's rates)."""
-        self.accepted_total += float(step.accepted.sum())
-        self.accepted_expected += block.expected_accepted
-        self.emitted_total += int(step.emitted.sum())
-
-    def counted_call(self, draw, check):
-        """:meth:`call` on the host, with the call's tokens counted; None after a finding."""
-        out = self.call(draw, self.next_seed(), check)
-        if out is not None:
-            self.samples += out.shape[0]
-            self.count_tokens(VerifierBlock(draw, conditional=False), parse_step(out, draw.draft_token_ids))
-        return out
-
-    def near_one(self):
-        """Rows whose first draft has p/q = 0.99: the first token must equal it with probability 0.99
-        (its law is p_0 for any lossless rule); an exact two-sided Poisson-binomial test of the count."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/first_token")
-        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("near-one"))
-        draw = draw.head(np.zeros(s.near_one_rows, dtype=np.int64))
-        out = self.counted_call(draw, "first_token")
-        if out is None:
-            return
-        probs = draw.target_probs[:, 0][np.arange(out.shape[0]), draw.draft_token_ids[:, 0]]
-        hits = int((out[:, 0] == draw.draft_token_ids[:, 0]).sum())
-        res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
-        self.records.append(TestRecord(
-            s.name, "first_token", "exact Poisson-binomial (first token equal to a draft of p/q = 0.99, screen)",
-            not res.rejected, alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
-            details={"first_token_equal_to_draft": hits, "expected": float(probs.sum())}))
-        if res.rejected:
-            self.fail("first_token", f"the first token equalled a draft of target probability {probs[0]:.2f} "
-                      f"(draft probability 1) in {hits} of {probs.size} rows, {probs.sum():.2f} expected "
-                      f"(p = {res.pvalue:.3g}): the first token's law is not the target's; a draft with p < q "
-                      "must still be accepted with probability p/q", {"hits": hits, "rows": int(probs.size),
-                                                                    "pvalue": float(res.pvalue)})
-            self.stopped = True
-
-    def all_accepted(self):
-        """Rows whose seven drafts each have p/q = 1/2: all are accepted with probability 2^-7 per row;
-        an exact two-sided Poisson-binomial test of how many rows accept them all."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/accepted_count")
-        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("half"))
-        draw = draw.head(np.zeros(s.half_rows, dtype=np.int64))
-        out = self.counted_call(draw, "accepted_count")
-        if out is None:
-            return
-        probs = VerifierBlock(draw, conditional=False).count_law[:, s.gamma]
-        hits = int((parse_step(out, draw.draft_token_ids).accepted == s.gamma).sum())
-        res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
-        self.records.append(TestRecord(
-            s.name, "accepted_count", f"exact Poisson-binomial (rows accepting all {s.gamma} drafts of p/q = 1/2, "
-            "screen)", not res.rejected, alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
-            details={"rows_accepting_all": hits, "expected": float(probs.sum())}))
-        if res.rejected:
-            self.fail("accepted_count", f"{hits} of {probs.size} rows accepted all {s.gamma} drafts of acceptance "
-                      f"probability 1/2 each, {probs.sum():.3g} expected (p = {res.pvalue:.3g}): the acceptance "
-                      "tests of a row's positions are not independent (a uniform reused across positions?)",
-                      {"hits": hits, "rows": int(probs.size), "pvalue": float(res.pvalue)})
-            self.stopped = True
-
-    def overflow(self):
-        """Rows whose residuals are uniform on 8 tokens (mass 0.1): given a rejection, the recovered
-        token is the last of them with probability 1/8; an exact test of how often it is."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/stop_conditional")
-        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("overflow"))
-        draw = draw.head(np.zeros(s.overflow_rows, dtype=np.int64))
-        out = self.counted_call(draw, "stop_conditional")
-        if out is None:
-            return
-        step = parse_step(out, draw.draft_token_ids)
-        rejected = np.flatnonzero((step.accepted < s.gamma) & (step.final >= 0))
-        last = draw.draft_token_ids[rejected, step.accepted[rejected]] + OVERFLOW_TOKENS  # the last residual token
-        hits = int((step.final[rejected] == last).sum())
-        probs = np.full(rejected.size, 1.0 / OVERFLOW_TOKENS)
-        res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
-        self.records.append(TestRecord(
-            s.name, "stop_conditional", "exact binomial (recovered token on the last of 8 equal residual tokens, "
-            "screen)", not res.rejected, alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
-            details={"last_token_recovered": hits, "expected": float(probs.sum())}))
-        if res.rejected:
-            self.fail("stop_conditional", f"{hits} of {probs.size} recovered tokens were the last of 8 equally likely "
-                      f"residual tokens, {probs.sum():.3g} expected (p = {res.pvalue:.3g}): the residual is not "
-                      "sampled from its normalised law (an unnormalised inverse CDF overflows onto the last token?)",
-                      {"hits": hits, "rejections": int(probs.size), "pvalue": float(res.pvalue)})
-            self.stopped = True
-
-    def pairs(self, within_call: bool):
-        """Identical spread rows, as two rows of one call or in two calls with fresh generators:
-        independent randomness makes them agree with probability about 1/1000 per pair."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/independence/{'rows' if within_call else 'calls'}")
-        hits, probs = 0, []
-        for _ in range(s.pairs):
-            draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("spread"))
-            if within_call:
-                out = self.counted_call(draw.head(np.zeros(2, dtype=np.int64)), "independence")
-                outputs = None if out is None else (out[0], out[1])
-            else:
-                first = self.counted_call(draw, "independence")
-                second = None if first is None else self.counted_call(draw, "independence")
-                outputs = None if second is None else (first[0], second[0])
-            if outputs is None:
-                return
-            hits += int(np.array_equal(*outputs))
-            probs.append(VerifierBlock(draw, conditional=True).collision_probs()[0])
-        label = "identical rows within a call" if within_call else "calls with fresh generators on identical rows"
-        before = len(self.findings)
-        self.collision_verdict("independence", f"{label} (screen)", hits, np.array(probs), alpha)
-        self.stopped = len(self.findings) > before
-
-
 def _scenario_run(sampler, scenario, *args):
-    """The run for one scenario: the screen has its own loop."""
-    cls = _ScreenRun if isinstance(scenario, VerifierScreen) else _ScenarioRun
-    return cls(sampler, scenario, *args)
+    """The run for one scenario: the screen has its own loop (:mod:`._screen_run`)."""
+    if isinstance(scenario, VerifierScreen):
+        from ._screen_run import ScreenRun
+
+        return ScreenRun(sampler, scenario, *args)
+    return _ScenarioRun(sampler, scenario, *args)

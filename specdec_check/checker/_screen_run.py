@@ -24,8 +24,8 @@ from ._verifier import _ScenarioRun
 __all__ = ["ScreenRun", "screen_plan"]
 
 #: The screen's exact tests in the order they run: (planned test, check that selects it).
-_TESTS = (("first_token", "first_token"), ("accepted_count", "accepted_count"),
-          ("independence_rows", "independence"), ("independence_calls", "independence"),
+_TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
+          ("independence_calls", "independence"), ("accepted_count", "accepted_count"),
           ("stop_conditional", "stop_conditional"))
 
 

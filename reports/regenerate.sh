@@ -5,7 +5,7 @@
 # the JSON is byte-for-byte reproducible apart from the elapsed_s timings.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-COMMON="--mode quick --seed 0 --scenario corpus-bigram --scenario disjoint-supports --no-progress"
+COMMON="--mode quick --seed 0 --scenario screen --scenario corpus-bigram --scenario disjoint-supports --no-progress"
 
 python -m specdec_check verify $COMMON --report reports/example-reference
 status=$?

@@ -209,3 +209,12 @@ def test_check_output_rejects_out_of_range_unsigned_ids():
     assert step is None and "outside [0, 9)" in problem[0]
     problem, step = check_output(np.array([[0, 0, 3]], dtype=np.uint8), ids, 9)
     assert problem is None and step.accepted[0] == 2 and step.final[0] == 3
+
+
+def test_screen_record_judges_only_the_structural_rows():
+    report = check_verifier(entry("unnormalised_inverse_cdf").sampler, scenarios=[VerifierScreen.default()], seed=0)
+    by_check = {r.check: r for r in report.results}
+    assert by_check["screen"].passed and by_check["screen"].n == 16
+    assert not by_check["stop_conditional"].passed
+    report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()], seed=0)
+    assert not {r.check: r for r in report.results}["screen"].passed

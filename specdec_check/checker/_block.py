@@ -2,10 +2,12 @@
 
 Drawing [B, gamma+1, V] probability rows costs far more than a verifier that reads a few
 entries per row. A block is therefore handed to the verifier for several calls, each with
-a fresh generator: the law tests are conditional on the inputs (one exact law per row), and
-given the inputs the outputs of different calls are independent, so every conditional test
-stays exact. Only the step law integrated over drafts needs fresh drafts; it counts the
-first use of each block alone.
+a fresh generator: the tests of the stop position, the final token given it, the joint
+(k, y) and the acceptances are conditional on the drafted paths (one exact law per row), and
+given the inputs the outputs of different calls are independent, so they stay exact. The
+first token's law (target row 0) and the step law integrated over drafts hold only over
+fresh drafts (given its draft, the first token is that draft with probability a_1), so they
+count the first use of each block alone.
 
 The laws are kept as cumulative sums along the outcome axis, so the randomized PIT of a
 sample costs two gathers instead of a pass over its row (Brockwell 2007).

@@ -69,7 +69,9 @@ class ScreenRun(_ScenarioRun):
                 step = check_output(out, draw.draft_token_ids, s.vocab_size)[1]
             self.samples += 1
             block = VerifierBlock(draw, conditional=False)
-            if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):
+            # These rows hold 0, 1/4, 1/2, 3/4 and 1 only: exact in every dtype, so p = q compares
+            # equal and max(0, p - q) is exactly 0 wherever the rule forbids a token. No tolerance.
+            if not self.structural(block, out, step, block.outcome(step.accepted, step.final), tolerance=0.0):
                 return
             self.count_tokens(block, step)
             if self.bonus_missing:
@@ -87,11 +89,16 @@ class ScreenRun(_ScenarioRun):
         self.emitted_total += int(step.emitted.sum())
 
     def counted_call(self, draw, check):
-        """:meth:`call` on the host, with the call's tokens counted; None after a finding."""
+        """:meth:`call` on the host, checked for events of probability zero (at the backend's
+        tolerance), with the call's tokens counted; None after a finding."""
         out = self.call(draw, self.next_seed(), check)
-        if out is not None:
-            self.samples += out.shape[0]
-            self.count_tokens(VerifierBlock(draw, conditional=False), parse_step(out, draw.draft_token_ids))
+        if out is None:
+            return None
+        self.samples += out.shape[0]
+        block, step = VerifierBlock(draw, conditional=False), parse_step(out, draw.draft_token_ids)
+        if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):
+            return None
+        self.count_tokens(block, step)
         return out
 
     def probe_test(self, *, probe, rows, check, method, count, message):

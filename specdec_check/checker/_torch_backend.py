@@ -53,6 +53,8 @@ class TorchBackend(Backend):
         self.device = str(self.torch_device)
         self.dtype = _dtype_name(self.torch_dtype)
         self.tolerance = TOLERANCES[self.dtype]
+        # The device path keeps float64 laws there; Apple's MPS has no float64: count on the host.
+        self.counts_on_device = self.torch_device.type != "mps"
 
     def __repr__(self):
         return f"TorchBackend(device={self.device!r}, dtype={self.dtype!r})"

@@ -265,7 +265,7 @@ class _ScenarioRun(ScenarioRunBase):
             self.samples += out.shape[0]
             fresh = block.uses == 0
             block.uses += 1
-            if not self.absorb(block, out, step, tallies, integrated if fresh else None, outcomes, pit_rng):
+            if not self.absorb(block, out, step, tallies, integrated, outcomes, pit_rng, fresh=fresh):
                 break
             if any(t.rejected_early for t in tallies.values()) or (integrated is not None and integrated.rejected_early):
                 break
@@ -289,9 +289,12 @@ class _ScenarioRun(ScenarioRunBase):
     def note_skipped(self, check, why):
         self.records.append(TestRecord(self.scenario.name, check, "skipped", True, 0.0, 0, details={"skipped": why}))
 
-    def structural(self, block, out, step, outcome) -> bool:
-        """Events of probability zero in one call (no false-alarm budget); False after a finding."""
+    def structural(self, block, out, step, outcome, *, tolerance=None) -> bool:
+        """Events of probability zero in one call (no false-alarm budget); False after a finding.
+
+        ``tolerance`` overrides the backend's (the screen's rows are exact in every dtype)."""
         draw, gamma = block.draw, self.scenario.gamma
+        tolerance = self.backend.tolerance if tolerance is None else tolerance
         no_final = step.final < 0
         if no_final.any():
             dropped = no_final & (step.accepted < gamma)
@@ -307,18 +310,22 @@ class _ScenarioRun(ScenarioRunBase):
             self.bonus_missing += int(no_final.sum())
         if "impossible" in self.checks:
             events = impossible_events(step, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
-                                       tolerance=self.backend.tolerance, gathered=(block.target_at, block.draft_at,
-                                                                                   outcome.target, outcome.draft))
+                                       tolerance=tolerance, gathered=(block.target_at, block.draft_at,
+                                                                      outcome.target, outcome.draft))
             for message, evidence in events:
-                evidence["tolerance"] = self.backend.tolerance
+                evidence["tolerance"] = tolerance
                 self.fail("impossible", message, evidence)
             if events:
                 self.stopped = True
                 return False
         return True
 
-    def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng) -> bool:
+    def absorb(self, block, out, step, tallies, integrated, outcomes, pit_rng, *, fresh=True) -> bool:
         """Check one call's outputs against the block's exact laws; False when the scenario must stop.
+
+        Tests conditional on the drafted paths take every call; the first token's marginal law
+        (target row 0) and the step law integrated over drafts hold only over fresh drafts, so
+        they take the first call on each block (``fresh``) alone.
 
         Outputs a device backend left on its device are checked there (:meth:`device_block`): the
         laws go to the device once per block and only counts come back. A flagged event of
@@ -334,7 +341,7 @@ class _ScenarioRun(ScenarioRunBase):
                               else float("inf")):
                 out = self.backend.to_host(out)
                 return self.absorb(block.host, out, check_output(out, draw.draft_token_ids, s.vocab_size)[1],
-                                   tallies, integrated, outcomes, pit_rng)
+                                   tallies, integrated, outcomes, pit_rng, fresh=fresh)
             self.bonus_missing += int((step.final < 0).sum())
             uniforms = self.backend.uniforms(int(pit_rng.integers(2**63)))
         else:
@@ -351,7 +358,7 @@ class _ScenarioRun(ScenarioRunBase):
                 self.first_accept_groups.append([block.accept_first, 0])
             self.first_accept_groups[-1][1] += 1
         try:
-            if "first_token" in tallies:
+            if "first_token" in tallies and fresh:
                 first = out[:, 0] if host else out[:, 0].long()
                 tallies["first_token"].add_uniforms(block.pit_first(first, uniforms(first.shape[0])),
                                                     categories=first, expected=block.first_expected)
@@ -370,7 +377,7 @@ class _ScenarioRun(ScenarioRunBase):
             self.fail("impossible", f"an output has probability zero under the exact law: {exc}")
             self.stopped = True
             return False
-        if integrated is not None and not self.bonus_missing:
+        if integrated is not None and fresh and not self.bonus_missing:
             if host:
                 integrated.add_codes(draw.pool_index * outcomes + encode_emitted(out, s.vocab_size))
             else:

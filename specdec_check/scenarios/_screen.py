@@ -1,9 +1,10 @@
 """The structural screen: hand-built rows on which common verifier bugs emit impossible outputs.
 
-The screen runs before the statistical battery, one row per call, alternating two probes.
-Every check it makes is an event of probability zero under the standard rule (Leviathan
-et al. 2023, Algorithm 1), so it spends no false-alarm budget, and a bug that shows on
-these rows is named after one or two rows instead of a few hundred.
+The screen runs before the statistical battery. Its structural part alternates two probes,
+one row per call, and checks only events of probability zero under the standard rule
+(Leviathan et al. 2023, Algorithm 1), spending no false-alarm budget; four exact
+small-sample tests on the other probes follow, one alpha share each. A bug that shows on
+these rows is named after 1 to 90 rows instead of a few hundred.
 
 Each draft position ``k`` owns three tokens ``a_k, b_k, c_k`` (disjoint across positions)
 and the bonus row owns the last two, so a law read from the wrong position puts mass on
@@ -23,8 +24,7 @@ tokens the right law rules out.
   tokens: the first draft is always rejected and the recovered token is uniform on 1,000
   tokens, so two independent steps on this row agree with probability 1/1000. Four pairs of
   identical rows in one call, then four pairs of calls with fresh generators, test that rows
-  and calls draw independent randomness (exact Poisson-binomial collision counts, the only
-  screen checks that spend false-alarm budget).
+  and calls draw independent randomness (exact Poisson-binomial collision counts).
 - ``near-one``: one-hot drafts ``q_k = delta(a_k)`` with ``p_k(a_k) = 0.99`` (the rest on
   ``b_k``). Any lossless verifier emits ``a_0`` first with probability 0.99 (the first token's
   law is ``p_0``), so six rows with six ``a_0`` are expected; a rule that rejects whenever

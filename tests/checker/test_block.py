@@ -220,3 +220,44 @@ def test_screen_record_judges_only_the_structural_rows():
     assert not by_check["stop_conditional"].passed
     report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()], seed=0)
     assert not {r.check: r for r in report.results}["screen"].passed
+
+
+def test_reuse_keeps_the_first_token_test_on_fresh_drafts():
+    """Given its draft the first token is that draft w.p. a_1: only fresh drafts follow target row 0.
+
+    Draft == target (acceptance 1): with the first-token PIT fed by every reused call, the same
+    draft would fill the same bin 16 times and the test would reject a correct verifier.
+    """
+    from specdec_check.checker import Mode
+
+    rng = np.random.default_rng(9)
+    vocab, rows = 500, 8000
+    law = rng.dirichlet(np.full(vocab, 0.5), size=(rows, 2))
+    scenario = VerifierScenario.from_rows("equal-rows", target_probs=law, draft_probs=law[:, :1].copy())
+    reuse = reuse_count(rows * 3 * vocab)
+    assert reuse == 11
+    mode = Mode("reuse", design_tv=1e-3, max_samples=10**6, max_calls=22, pit_bins=32, max_cells=1e13)
+    report = check_verifier(numpy_verify, scenarios=[scenario], mode=mode, seed=4,
+                            checks=("contract", "impossible", "first_token", "stop_conditional", "accepted_count"))
+    assert report.passed, [f.message for f in report.findings]
+    n = {r.check: r.n for r in report.results}
+    assert n["first_token"] == 2 * rows and n["accepted_count"] == 22 * rows
+
+
+def test_screen_structural_rows_use_no_tolerance_on_low_precision_backends():
+    torch = pytest.importorskip("torch")
+
+    def on_torch(bug):
+        def verify(*, draft_token_ids, draft_probs, target_probs, generator):
+            seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+            out = bug(draft_token_ids=draft_token_ids.numpy(), draft_probs=draft_probs.double().numpy(),
+                      target_probs=target_probs.double().numpy(), generator=np.random.default_rng(seed))
+            return torch.from_numpy(out)
+        return verify
+
+    for name in ("resample_from_target", "sampled_match"):
+        report = check_verifier(on_torch(entry(name).sampler), backend="torch", dtype="bfloat16",
+                                scenarios=[VerifierScreen.default()], seed=0)
+        # named in the 16 structural rows (the torch stream differs from numpy's, so not the same rows)
+        assert report.findings and report.findings[0].check == "impossible" and report.samples_used <= 16, name
+    assert report.findings[0].evidence["tolerance"] == 0.0

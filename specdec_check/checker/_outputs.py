@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ParsedStep", "any_impossible", "check_output", "contract_violation", "impossible_events", "parse_step"]
+__all__ = ["ParsedStep", "any_impossible", "check_output", "impossible_events", "parse_step"]
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,6 @@ class ParsedStep:
     accepted: np.ndarray
     final: np.ndarray
     emitted: np.ndarray
-
-
-def contract_violation(out, draft_token_ids, vocab_size: int):
-    """Return ``None`` or ``(message, evidence)`` for the first contract violation in ``out``."""
-    return check_output(out, draft_token_ids, vocab_size)[0]
 
 
 def check_output(out, draft_token_ids, vocab_size: int):
@@ -67,7 +62,7 @@ def check_output(out, draft_token_ids, vocab_size: int):
 
 
 def parse_step(out: np.ndarray, draft_token_ids: np.ndarray, *, emitted=None) -> ParsedStep:
-    """Decode well-formed outputs (see :func:`contract_violation`) into accepted count and final token."""
+    """Decode well-formed outputs (see :func:`check_output`) into accepted count and final token."""
     batch, gamma = draft_token_ids.shape
     if emitted is None:
         emitted = (out >= 0).sum(axis=1)

@@ -269,7 +269,6 @@ class _ScenarioRun(ScenarioRunBase):
                 break
             if any(t.rejected_early for t in tallies.values()) or (integrated is not None and integrated.rejected_early):
                 break
-        self.reuse = reuse
         if self.bonus_missing and "step_law" in tallies:
             del tallies["step_law"]
             self.note_skipped("step_law", "the verifier omits the bonus token, so (k, y) is undefined for k = gamma")

@@ -22,7 +22,7 @@ import numpy as np
 from ..exact._enumerate import _count_law
 from ..scenarios import LawTables, VerifierDraw
 
-__all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
+__all__ = ["StepOutcome", "VerifierBlock", "exclusive_cumsum", "pit_from_bounds", "reuse_count"]
 
 #: Largest number of calls one block of inputs serves.
 MAX_REUSE = 16
@@ -44,63 +44,90 @@ def reuse_count(cells_per_call: int) -> int:
 _BELOW_ONE = float(np.nextafter(1.0, 0.0))
 
 
+def _require_possible(mass, samples):
+    """Raise ``ValueError`` naming the first sample whose probability ``mass`` is not positive (or NaN).
+
+    Two reductions in the common case (numpy arrays or torch tensors); the index is looked up
+    only when a sample is impossible."""
+    if mass.shape[0] and not bool(mass.min() > 0):
+        bad = ~(mass > 0)
+        i = int(np.flatnonzero(bad)[0]) if isinstance(bad, np.ndarray) else int(bad.nonzero()[0, 0])
+        raise ValueError(f"support violation: sample {i} is outcome {int(samples[i])}, which has probability 0 "
+                         "in its row; the sampler produced an impossible outcome.")
+
+
 def pit_from_bounds(lower, mass, total, uniforms, samples):
     """Randomized PIT ``u = (F(x-1) + U p(x)) / F(V-1)`` (Brockwell 2007; Czado, Gneiting & Held 2009).
 
     ``lower = F(x-1)`` and ``total = F(V-1)`` come from the cumulative (unnormalised) law of each
     sample's row; ``mass = p(x)`` is read from the row itself, never as a difference of cumulative
     sums (which would round a tiny positive mass to zero). Raises ``ValueError`` for a sample on
-    an outcome of probability zero. numpy arrays or torch tensors (on any device) alike.
+    an outcome of probability zero (a positive mass implies a positive total: the total is a sum
+    of non-negative terms that includes it). numpy arrays or torch tensors (on any device) alike.
     """
-    bad = ~(mass > 0) | ~(total > 0)
-    if bool(bad.any()):
-        i = int(np.flatnonzero(bad)[0]) if isinstance(bad, np.ndarray) else int(bad.nonzero()[0, 0])
-        raise ValueError(f"support violation: sample {i} is outcome {int(samples[i])}, which has probability 0 "
-                         "in its row; the sampler produced an impossible outcome.")
+    _require_possible(mass, samples)
     return ((lower + uniforms * mass) / total).clip(max=_BELOW_ONE)
 
 
 class StepOutcome:
     """One call's outputs located in the block's laws: each row's stop ``k``, final token ``y`` (-1
-    clipped to 0) and the entries the checks read there (flat gathers, one pass each).
+    clipped to 0) and the entries the checks read there (flat gathers, one pass each):
+
+    - ``target``, ``draft``: ``p_k(y)`` and ``q_k(y)`` (``q`` unused at the bonus position);
+    - ``mass``, ``lower``, ``total``: ``r_k(y)``, ``sum_{t<y} r_k(t)`` and ``|r_k|`` of the final
+      token's unnormalised law ``r_k = max(0, p_k - q_k)`` (``p_gamma`` at the bonus position);
+    - ``count_mass``, ``count_below``: ``P(K = k)`` and ``P(K < k)`` given the row's path.
 
     Works on a host block (numpy) and on its device copy (torch) with the same code."""
 
     def __init__(self, block: "VerifierBlock", accepted, final):
-        xp, vocab, gamma = block.xp, block.vocab, block.gamma
+        xp, gamma = block.xp, block.gamma
         self.stop, self.token = accepted, final.clip(min=0)
-        at = block.rows * (gamma + 1) + accepted  # (row, stop) in the [B, gamma+1] index tables
-        self.target = block.target_rows.reshape(-1)[block.target_row.reshape(-1)[at] * vocab + self.token]
-        if gamma:  # q_k(y) at a rejection (k < gamma); unused at the bonus position
-            draft_row = block.draft_row.reshape(-1)[block.rows * gamma + accepted.clip(max=gamma - 1)]
-            self.draft = block.draft_rows.reshape(-1)[draft_row * vocab + self.token]
-            self.mass = xp.where(accepted < gamma, (self.target - self.draft).clip(min=0.0), self.target)
+        at = block.stop_base + accepted  # (row, stop) in the [B, gamma+1] tables
+        self.target = block.target_rows.reshape(-1)[block.target_offset.reshape(-1)[at] + self.token]
+        if gamma:  # the draft offset at the bonus position repeats the last draft row (unused there)
+            self.draft = block.draft_rows.reshape(-1)[block.draft_offset.reshape(-1)[at] + self.token]
+            # r_k(y) = max(0, p_k(y) - q_k(y)), and p_g(y) at the bonus position (q * 0 = 0 exactly: no where()).
+            self.mass = (self.target - self.draft * (accepted < gamma)).clip(min=0.0)
         else:
             self.draft = self.target * 0.0
             self.mass = self.target
-        if block.final_cum is not None:
-            start = block.final_row.reshape(-1)[at] * vocab
-            cum = block.final_cum.reshape(-1)
-            self.lower = xp.where(self.token > 0, cum[start + (self.token - 1).clip(min=0)], 0.0)
-            self.total = cum[start + vocab - 1]
+        self.count_mass = block.count_law.reshape(-1)[at]
+        self.count_below = block.count_below.reshape(-1)[block.count_base + accepted]
+        if block.final_below is not None:
+            start = block.final_offset.reshape(-1)[at]
+            below = block.final_below.reshape(-1)
+            self.lower = below[start + self.token]
+            self.total = below[start + block.vocab]
 
 
-def _expected(rows, weights, cum, size):
-    """Expected outcome counts ``sum_i weights[i] * law[rows[i]]`` from cumulative rows (linear, then differenced)."""
-    return np.diff(np.bincount(rows, weights=weights, minlength=size) @ cum, prepend=0.0)
+def _expected(rows, weights, below):
+    """Expected outcome counts ``sum_i weights[i] * law[rows[i]]`` from exclusive cumulative rows."""
+    return np.diff(np.bincount(rows, weights=weights, minlength=below.shape[0]) @ below)
+
+
+def exclusive_cumsum(rows: np.ndarray) -> np.ndarray:
+    """``below[..., y] = sum_{t<y} rows[..., t]`` with the row total in the last of ``V + 1`` columns,
+    so that ``F(y-1)`` and ``F(V-1)`` of a sample are single gathers."""
+    below = np.empty(rows.shape[:-1] + (rows.shape[-1] + 1,))
+    below[..., 0] = 0.0
+    np.cumsum(rows, axis=-1, out=below[..., 1:])
+    return below
 
 
 class VerifierBlock:
     """A draw and the exact laws of one step given it (Leviathan et al. 2023, Algorithm 1).
 
     - ``accept`` [B, g]: ``a_i = min(1, p_i(x_i) / q_i(x_i))``;
-    - ``count_law``, ``count_cdf`` [B, g+1]: ``P(K = k) = prod_{i<k} a_i (1 - a_k)``, and its cumulative sums;
-    - ``first_cum``: cumulative target rows 0 (the law of the first emitted token);
-    - ``final_cum``: cumulative laws of the final token given the stop position ``k``,
+    - ``count_law`` [B, g+1]: ``P(K = k) = prod_{i<k} a_i (1 - a_k)``; ``count_below`` [B, g+2] its
+      exclusive cumulative sums (``count_total``, the last column, is 1 up to rounding);
+    - ``first_below``: exclusive cumulative target rows 0 (the law of the first emitted token);
+    - ``final_below``: exclusive cumulative laws of the final token given the stop position ``k``,
       unnormalised: ``max(0, p_k - q_k)`` for ``k < g`` and the bonus row ``p_g``.
 
-    The laws live in 2-d row tables with per-(row, position) indices: with ``tables`` (the
-    scenario's :meth:`~specdec_check.scenarios.VerifierScenario.law_tables`, rows keyed by
+    The laws live in 2-d row tables with per-(row, position) row indices (``*_row``) and flat
+    offsets (``*_offset``, the row index times the row width): with ``tables`` (the scenario's
+    :meth:`~specdec_check.scenarios.VerifierScenario.law_tables`, rows keyed by
     ``draw.context_keys``) they are a few thousand distinct rows computed once per scenario,
     so a block costs O(B gamma); otherwise one row per (row, position) of the draw, O(B gamma V).
     ``*_expected`` are expected outcome counts per call (small vocabularies only, for plots).
@@ -116,68 +143,81 @@ class VerifierBlock:
         vocab = draw.target_probs.shape[-1]
         self.gamma, self.vocab = gamma, vocab
         self.rows = np.arange(batch)
+        self.stop_base = self.rows * (gamma + 1)
+        self.count_base = self.rows * (gamma + 2)
         keyed = tables is not None and draw.context_keys is not None
         if keyed:
             keys = draw.context_keys
             self.target_rows, self.draft_rows = tables.target, tables.draft
             self.target_row, self.draft_row = keys, keys[:, :gamma]
-            self.first_cum, first_row = tables.target_cum, keys[:, 0]
+            self.first_below, first_row = tables.target_below, keys[:, 0]
         else:
             self.target_rows = draw.target_probs.reshape(-1, vocab)
             self.draft_rows = draw.draft_probs.reshape(-1, vocab)
-            self.target_row = self.rows[:, None] * (gamma + 1) + np.arange(gamma + 1)
+            self.target_row = self.stop_base[:, None] + np.arange(gamma + 1)
             self.draft_row = self.rows[:, None] * gamma + np.arange(gamma)
-            self.first_cum, first_row = np.cumsum(draw.target_probs[:, 0], axis=1), self.rows
+            self.first_below, first_row = exclusive_cumsum(draw.target_probs[:, 0]), self.rows
         self.first_row = first_row
+        self.first_offset = first_row * (vocab + 1)
+        self.target_offset = self.target_row * vocab
+        self.draft_offset = np.zeros((batch, gamma + 1), dtype=np.int64)
         if gamma:
-            self.target_at = self.target_rows.reshape(-1)[self.target_row[:, :gamma] * vocab + ids]  # p_i(x_i)
-            self.draft_at = self.draft_rows.reshape(-1)[self.draft_row * vocab + ids]  # q_i(x_i)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(self.draft_at > 0, self.target_at / np.where(self.draft_at > 0, self.draft_at, 1.0),
-                                 np.where(self.target_at > 0, 1.0, 0.0))
-            self.accept = np.minimum(ratio, 1.0)
+            np.multiply(self.draft_row, vocab, out=self.draft_offset[:, :gamma])
+            self.draft_offset[:, gamma] = self.draft_offset[:, gamma - 1]
+            self.target_at = self.target_rows.reshape(-1)[self.target_offset[:, :gamma] + ids]  # p_i(x_i)
+            self.draft_at = self.draft_rows.reshape(-1)[self.draft_offset[:, :gamma] + ids]  # q_i(x_i)
+            with np.errstate(divide="ignore", invalid="ignore"):  # p / 0 = inf -> 1; 0 / 0 = nan -> 0 below
+                self.accept = np.minimum(self.target_at / self.draft_at, 1.0)
+            if np.isnan(self.accept.min()):
+                self.accept[np.isnan(self.accept)] = 0.0
         else:
             self.target_at = self.draft_at = self.accept = np.zeros((batch, 0))
         self.accept_first = self.accept[:, 0] if gamma else None
         self.count_law = _count_law(self.accept)
-        self.count_cdf = np.cumsum(self.count_law, axis=1)
-        self.count_expected = self.count_law.sum(axis=0)
+        self.count_below = exclusive_cumsum(self.count_law)
+        self.count_total = self.count_below[:, -1].copy()
+        self.count_expected = np.ones(batch) @ self.count_law
         self.expected_accepted = float(self.count_expected @ np.arange(gamma + 1))
         small = vocab <= plot_vocab
-        self.first_expected = _expected(first_row, None, self.first_cum, self.first_cum.shape[0]) if small else None
-        self.final_cum = self.final_row = self.final_expected = self.step_expected = None
+        self.first_expected = _expected(first_row, None, self.first_below) if small else None
+        self.final_below = self.final_row = self.final_offset = self.final_expected = self.step_expected = None
         if not conditional:
             return
         if keyed:
-            self.final_cum, self.final_square = tables.final_cum, tables.final_square
+            self.final_below, self.final_square = tables.final_below, tables.final_square
             self.final_row = keys + np.where(np.arange(gamma + 1) == gamma, tables.rows, 0)
         else:
-            final = np.empty_like(draw.target_probs)
+            below = np.empty(draw.target_probs.shape[:2] + (vocab + 1,))
+            below[..., 0] = 0.0
+            final = below[..., 1:]
             if gamma:
                 np.subtract(draw.target_probs[:, :gamma], draw.draft_probs, out=final[:, :gamma])
                 np.maximum(final[:, :gamma], 0.0, out=final[:, :gamma])
             final[:, gamma] = draw.target_probs[:, gamma]
+            np.cumsum(final, axis=2, out=final)
             self.final_square = None  # computed on demand (collision checks use small draws)
-            self.final_cum = np.cumsum(final, axis=2, out=final).reshape(-1, vocab)
+            self.final_below = below.reshape(-1, vocab + 1)
             self.final_row = self.target_row
+        self.final_offset = self.final_row * (vocab + 1)
         if small:
-            total = self.final_cum[self.final_row, -1]
-            weight = np.divide(self.count_law, total, out=np.zeros_like(total), where=total > 0)  # P(K=k) / |r_k|
-            size = self.final_cum.shape[0]
+            with np.errstate(divide="ignore", invalid="ignore"):  # |r_k| = 0 only where P(K = k) = 0
+                weight = self.count_law / self.final_below.reshape(-1)[self.final_offset + vocab]  # P(K=k) / |r_k|
+            if not np.isfinite(weight.sum()):
+                weight[~np.isfinite(weight)] = 0.0
             if (gamma + 1) * vocab <= plot_vocab:
-                per_stop = [_expected(self.final_row[:, k], weight[:, k], self.final_cum, size) for k in range(gamma + 1)]
+                per_stop = [_expected(self.final_row[:, k], weight[:, k], self.final_below) for k in range(gamma + 1)]
                 self.step_expected = np.concatenate(per_stop)
                 self.final_expected = np.sum(per_stop, axis=0)
             else:
-                self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_cum, size)
+                self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_below)
 
     def collision_probs(self, *, bonus_missing: bool = False) -> np.ndarray:
         """Probability that two independent steps on the same row give the same output, [B]:
         ``sum_o P(o)^2 = sum_k P(K = k)^2 sum_y (r_k(y) / |r_k|)^2``; a verifier that omits the
         bonus token merges every fully accepted outcome into one (its term is ``P(K = gamma)^2``)."""
         if self.final_square is None:
-            self.final_square = (np.diff(self.final_cum, axis=1, prepend=0.0) ** 2).sum(axis=1)
-        total = self.final_cum[self.final_row, -1]
+            self.final_square = (np.diff(self.final_below, axis=1) ** 2).sum(axis=1)
+        total = self.final_below[self.final_row, -1]
         square = np.divide(self.final_square[self.final_row], total**2, out=np.zeros_like(total), where=total > 0)
         terms = self.count_law**2 * square
         if bonus_missing:
@@ -190,42 +230,34 @@ class VerifierBlock:
     # -- randomized PIT of each test's samples -----------------------------------------------------
     def pit_first(self, tokens, uniforms):
         """PIT of the first emitted token against target row 0."""
-        xp, vocab = self.xp, self.vocab
-        start = self.first_row * vocab
-        cum = self.first_cum.reshape(-1)
-        lower = xp.where(tokens > 0, cum[start + (tokens - 1).clip(min=0)], 0.0)
-        mass = self.target_rows.reshape(-1)[self.target_row[:, 0] * vocab + tokens]  # p_0(y)
-        return pit_from_bounds(lower, mass, cum[start + vocab - 1], uniforms, tokens)
+        below = self.first_below.reshape(-1)
+        mass = self.target_rows.reshape(-1)[self.target_offset[:, 0] + tokens]  # p_0(y)
+        return pit_from_bounds(below[self.first_offset + tokens], mass, below[self.first_offset + self.vocab],
+                               uniforms, tokens)
 
-    def pit_count(self, accepted, uniforms):
+    def pit_count(self, outcome: StepOutcome, uniforms):
         """PIT of the accepted count against its exact law given the path."""
-        width = self.gamma + 1
-        at = self.rows * width + accepted
-        law, cdf = self.count_law.reshape(-1), self.count_cdf.reshape(-1)
-        lower = self.xp.where(accepted > 0, cdf[(at - 1).clip(min=0)], 0.0)
-        return pit_from_bounds(lower, law[at], cdf[self.rows * width + self.gamma], uniforms, accepted)
+        return pit_from_bounds(outcome.count_below, outcome.count_mass, self.count_total, uniforms, outcome.stop)
 
     def pit_final(self, outcome: StepOutcome, rows, uniforms):
-        """PIT of the final token given the stop position (``rows``: those with a final token):
-        the residual ``norm(max(0, p_k - q_k))``, or the bonus row ``p_g`` at ``k = gamma``."""
+        """PIT of the final token given the stop position (``rows``: those with a final token, None
+        for all): the residual ``norm(max(0, p_k - q_k))``, or the bonus row ``p_g`` at ``k = gamma``."""
+        if rows is None:
+            return pit_from_bounds(outcome.lower, outcome.mass, outcome.total, uniforms, outcome.token)
         return pit_from_bounds(outcome.lower[rows], outcome.mass[rows], outcome.total[rows], uniforms,
                                outcome.token[rows])
 
     def pit_step(self, outcome: StepOutcome, uniforms):
-        """PIT of the joint (k, y), codes ``k * V + y``: ``P(K < k) + P(K = k) F_k(y-1 | k)``."""
-        xp, stop, width = self.xp, outcome.stop, self.gamma + 1
-        at = self.rows * width + stop
-        weight = self.count_law.reshape(-1)[at]
-        below = xp.where(stop > 0, self.count_cdf.reshape(-1)[(at - 1).clip(min=0)], 0.0)
-        total = outcome.total
-        scale = xp.where(total > 0, weight / xp.where(total > 0, total, 1.0), 0.0)
-        codes = stop * self.vocab + outcome.token
-        return pit_from_bounds(below + scale * outcome.lower, scale * outcome.mass,
-                               self.count_cdf.reshape(-1)[self.rows * width + self.gamma], uniforms, codes)
+        """PIT of the joint (k, y), codes ``k * V + y``: ``(P(K < k) + P(K = k) F_k(y-1 + U | k)) / P(K <= g)``."""
+        codes = outcome.stop * self.vocab + outcome.token
+        _require_possible(outcome.count_mass, codes)
+        within = pit_from_bounds(outcome.lower, outcome.mass, outcome.total, uniforms, codes)
+        return ((outcome.count_below + outcome.count_mass * within) / self.count_total).clip(max=_BELOW_ONE)
 
     # -- the device copy -----------------------------------------------------------------------------
-    _DEVICE_FIELDS = ("rows", "target_rows", "draft_rows", "target_row", "draft_row", "first_cum", "first_row",
-                      "final_cum", "final_row", "count_law", "count_cdf", "target_at", "draft_at")
+    _DEVICE_FIELDS = ("rows", "stop_base", "count_base", "target_rows", "draft_rows", "target_row", "draft_row",
+                      "target_offset", "draft_offset", "first_below", "first_row", "first_offset", "final_below",
+                      "final_row", "final_offset", "count_law", "count_below", "count_total", "target_at", "draft_at")
 
     def on_device(self, to_tensor) -> "VerifierBlock":
         """A copy whose laws are ``to_tensor(array)`` (torch tensors on the sampler's device), so

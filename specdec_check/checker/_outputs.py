@@ -25,7 +25,12 @@ class ParsedStep:
 
 def check_output(out, draft_token_ids, vocab_size: int):
     """``(violation, step)``: the first contract violation (``None`` or ``(message, evidence)``) and,
-    when there is none, the outputs decoded by :func:`parse_step` (one pass serves both)."""
+    when there is none, the outputs decoded by :func:`parse_step`.
+
+    Well-formed outputs (the common case) cost a few passes: the id range, the decoded step and
+    one count of emitted tokens. Only a malformed output pays for :func:`_first_violation`,
+    which names the rule broken and the first row that breaks it.
+    """
     batch, gamma = draft_token_ids.shape
     if not isinstance(out, np.ndarray):
         return (f"the verifier returned {type(out).__name__}, not an array", {}), None
@@ -39,42 +44,59 @@ def check_output(out, draft_token_ids, vocab_size: int):
                 {"row": row, "position": col, "token": int(out[row, col])}), None
     if out.dtype != np.int64:
         out = out.astype(np.int64)
-    # One unsigned comparison finds ids below -1 and at or above V: -1 -> 0, 0..V-1 -> 1..V.
-    if ((out + 1).view(np.uint64) > vocab_size).any():
-        row, col = (int(i) for i in np.argwhere((out < -1) | (out >= vocab_size))[0])
-        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size}) and not -1 "
-                "padding", {"row": row, "position": col, "token": int(out[row, col])}), None
-    real = out >= 0
-    if gamma and (real[:, 1:] > real[:, :-1]).any():  # padding must be a suffix
-        row = int(np.flatnonzero((real[:, 1:] > real[:, :-1]).any(axis=1))[0])
-        return (f"row {row} has a token after -1 padding: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}), None
-    if not real[:, 0].all():
-        row = int(np.flatnonzero(~real[:, 0])[0])
-        return (f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()}), None
-    step = parse_step(out, draft_token_ids, emitted=real.sum(axis=1))
-    overrun = step.emitted > step.accepted + 1
-    if overrun.any():
-        row = int(np.flatnonzero(overrun)[0])
-        return ((f"row {row} emits tokens after the first token that differs from its drafts "
-                 f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
-                 {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()}), None)
+    if not out.size:
+        return None, parse_step(out, draft_token_ids)
+    if int(out.min()) < -1 or int(out.max()) >= vocab_size:
+        return _first_violation(out, draft_token_ids, vocab_size), None
+    step = parse_step(out, draft_token_ids)
+    # Positions before a row's stop k are its drafts (real tokens) and position k is its final
+    # token or -1, so every row emits at least k + [final >= 0] tokens, with equality exactly when
+    # nothing follows the final token: equal totals mean equality in every row.
+    if np.count_nonzero(out >= 0) != int(step.emitted.sum()) or bool((out[:, 0] < 0).any()):
+        return _first_violation(out, draft_token_ids, vocab_size), None
     return None, step
 
 
-def parse_step(out: np.ndarray, draft_token_ids: np.ndarray, *, emitted=None) -> ParsedStep:
-    """Decode well-formed outputs (see :func:`check_output`) into accepted count and final token."""
+def _first_violation(out, draft_token_ids, vocab_size: int):
+    """``(message, evidence)`` for the first rule an int64 output breaks, in the order the
+    contract states them: ids in ``[0, V)`` or -1, padding a suffix, at least one token, and
+    nothing after the first token that differs from the drafts."""
+    gamma = draft_token_ids.shape[1]
+    if ((out + 1).view(np.uint64) > vocab_size).any():  # -1 -> 0, 0..V-1 -> 1..V, the rest above V
+        row, col = (int(i) for i in np.argwhere((out < -1) | (out >= vocab_size))[0])
+        return (f"token id {int(out[row, col])} at row {row}, position {col} is outside [0, {vocab_size}) and not -1 "
+                "padding", {"row": row, "position": col, "token": int(out[row, col])})
+    real = out >= 0
+    if gamma and (real[:, 1:] > real[:, :-1]).any():  # padding must be a suffix
+        row = int(np.flatnonzero((real[:, 1:] > real[:, :-1]).any(axis=1))[0])
+        return (f"row {row} has a token after -1 padding: {out[row].tolist()}", {"row": row, "output": out[row].tolist()})
+    if not real[:, 0].all():
+        row = int(np.flatnonzero(~real[:, 0])[0])
+        return (f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()})
+    step = parse_step(out, draft_token_ids)
+    row = int(np.flatnonzero(real.sum(axis=1) > step.accepted + 1)[0])
+    return (f"row {row} emits tokens after the first token that differs from its drafts "
+            f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
+            {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()})
+
+
+def parse_step(out: np.ndarray, draft_token_ids: np.ndarray) -> ParsedStep:
+    """Decode well-formed int64 outputs (see :func:`check_output`) into accepted count and final token.
+
+    ``accepted`` counts the leading outputs equal to the drafts, one column at a time (numpy's
+    reductions along a short row axis cost several times more); ``final`` is the output at that
+    position, -1 when the row stops there without a token.
+    """
     batch, gamma = draft_token_ids.shape
-    if emitted is None:
-        emitted = (out >= 0).sum(axis=1)
+    accepted = np.zeros(batch, dtype=np.int64)
     if gamma:
-        same = out[:, :gamma] == draft_token_ids  # padding (-1) never equals a draft
-        accepted = np.where(same.all(axis=1), gamma, (~same).argmax(axis=1))
-    else:
-        accepted = np.zeros(batch, dtype=np.int64)
-    final = out.reshape(-1)[np.arange(batch) * (gamma + 1) + np.minimum(accepted, gamma)]
-    final = np.where(emitted > accepted, final, -1)
-    return ParsedStep(accepted.astype(np.int64, copy=False), final.astype(np.int64, copy=False),
-                      emitted.astype(np.int64, copy=False))
+        alive = out[:, 0] == draft_token_ids[:, 0]  # padding (-1) never equals a draft
+        accepted += alive
+        for j in range(1, gamma):
+            alive &= out[:, j] == draft_token_ids[:, j]
+            accepted += alive
+    final = out.reshape(-1)[np.arange(0, batch * (gamma + 1), gamma + 1) + accepted].astype(np.int64, copy=False)
+    return ParsedStep(accepted, final, accepted + (final >= 0))
 
 
 def _at_least(a, b, tol):

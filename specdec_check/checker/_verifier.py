@@ -362,11 +362,15 @@ class _ScenarioRun(ScenarioRunBase):
                 tallies["first_token"].add_uniforms(block.pit_first(first, uniforms(first.shape[0])),
                                                     categories=first, expected=block.first_expected)
             if "stop_conditional" in tallies:
-                has = np.flatnonzero(step.final >= 0) if host else (step.final >= 0).nonzero()[:, 0]
-                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, uniforms(has.shape[0])),
-                                                         categories=step.final[has], expected=block.final_expected)
+                if host and not self.bonus_missing:  # every row so far has a final token: no subset
+                    has, final = None, step.final
+                else:
+                    has = np.flatnonzero(step.final >= 0) if host else (step.final >= 0).nonzero()[:, 0]
+                    final = step.final[has]
+                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, uniforms(final.shape[0])),
+                                                         categories=final, expected=block.final_expected)
             if "accepted_count" in tallies:
-                tallies["accepted_count"].add_uniforms(block.pit_count(step.accepted, uniforms(step.accepted.shape[0])),
+                tallies["accepted_count"].add_uniforms(block.pit_count(outcome, uniforms(step.accepted.shape[0])),
                                                        categories=step.accepted, expected=block.count_expected)
             if "step_law" in tallies and not self.bonus_missing:
                 codes = step.accepted * s.vocab_size + step.final
@@ -388,7 +392,7 @@ class _ScenarioRun(ScenarioRunBase):
         """The block's laws on the backend's device, made once per block (the scenario's law tables once per run)."""
         if getattr(block, "device_copy", None) is None:
             shared = {} if self.tables is None else {id(a): a for a in (self.tables.target, self.tables.draft,
-                                                                         self.tables.target_cum, self.tables.final_cum)}
+                                                                         self.tables.target_below, self.tables.final_below)}
             cache = self.__dict__.setdefault("_device_tables", {})
 
             def to_tensor(array):

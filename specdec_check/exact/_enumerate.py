@@ -207,7 +207,11 @@ def path_accepted_count_law(draft_token_ids, draft_probs, target_probs) -> np.nd
 
 def _count_law(accept):
     """:func:`path_accepted_count_law` from precomputed acceptance probabilities."""
-    batch = accept.shape[0]
-    reach = np.concatenate([np.ones((batch, 1)), np.cumprod(accept, axis=1)], axis=1)
-    stop = np.concatenate([1.0 - accept, np.ones((batch, 1))], axis=1)
-    return reach * stop
+    batch, gamma = accept.shape
+    law = np.empty((batch, gamma + 1))
+    reach = np.ones(batch)  # prod_{i<k} a_i, one column at a time (cheaper than cumprod along a short axis)
+    for k in range(gamma):
+        np.multiply(reach, 1.0 - accept[:, k], out=law[:, k])
+        reach = reach * accept[:, k]
+    law[:, gamma] = reach
+    return law

@@ -11,6 +11,7 @@ from ..exact import num_step_outcomes
 from ..models import CausalModel
 from ..models._contexts import last_context_indices
 from ..samplers import categorical
+from ..samplers._numpy_generate import categorical_from_table, search_table
 
 __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
 
@@ -43,19 +44,25 @@ class VerifierDraw:
 class LawTables:
     """A scenario's laws after every context, float64 [K, V], with their cumulative rows.
 
-    ``final_cum`` stacks the cumulative residuals ``max(0, p - q)`` (rows ``0..K-1``) and the
-    cumulative target rows (rows ``K..2K-1``, for the bonus position): the laws of the final
-    token of a step given where it stopped (Leviathan et al. 2023, Algorithm 1).
+    ``*_below`` are exclusive cumulative rows of width ``V + 1``: ``below[r, y] = sum_{t<y} law[r, t]``
+    and ``below[r, V]`` is the row's total. ``final_below`` stacks those of the residuals
+    ``max(0, p - q)`` (rows ``0..K-1``) and of the target rows (rows ``K..2K-1``, for the bonus
+    position): the laws of the final token of a step given where it stopped (Leviathan et al.
+    2023, Algorithm 1).
     """
 
     def __init__(self, target: np.ndarray, draft: np.ndarray):
         self.target, self.draft = target, draft
-        self.rows = target.shape[0]
-        self.target_cum = np.cumsum(target, axis=1)
-        self.draft_cum = np.cumsum(draft, axis=1)
+        self.rows, vocab = target.shape
         residual = np.maximum(target - draft, 0.0)
-        self.final_cum = np.concatenate([np.cumsum(residual, axis=1), self.target_cum])
-        #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_cum``: collision probabilities.
+        below = np.zeros((3 * self.rows, vocab + 1))
+        np.cumsum(np.concatenate([residual, target, draft]), axis=1, out=below[:, 1:])
+        self.final_below = below[: 2 * self.rows]
+        self.target_below = below[self.rows: 2 * self.rows]
+        self.draft_below = below[2 * self.rows:]
+        #: ``draft_below`` padded for :func:`~specdec_check.samplers._numpy_generate.categorical_from_table`.
+        self.draft_search = search_table(self.draft_below)
+        #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_below``: collision probabilities.
         self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])
 
 
@@ -191,8 +198,7 @@ class VerifierScenario:
             for j in range(gamma + 1):
                 keys[:, j] = context @ weights
                 if j < gamma:
-                    ids[:, j] = categorical(None, rng, cdf=tables.draft_cum[keys[:, j]], probs_rows=tables.draft,
-                                            row_index=keys[:, j])
+                    ids[:, j] = categorical_from_table(tables.draft_search, keys[:, j], rng, probs_rows=tables.draft)
                     if order:
                         context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
             return VerifierDraw(ids, tables.draft[keys[:, :gamma]], tables.target[keys], index, keys)

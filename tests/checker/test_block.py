@@ -68,7 +68,7 @@ def test_block_pit_matches_the_stats_engine_on_the_same_uniforms(scenario):
 
         u = np.random.default_rng(7).random(batch)
         same(block.pit_first(out[:, 0], u), out[:, 0], draw.target_probs[:, 0])
-        same(block.pit_count(step.accepted, u), step.accepted, law.sum(axis=2))
+        same(block.pit_count(outcome, u), step.accepted, law.sum(axis=2))
         same(block.pit_step(outcome, u), step.accepted * vocab + step.final, law.reshape(batch, -1))
         u_has = np.random.default_rng(7).random(has.size)
         cond = law[has, step.accepted[has]]

@@ -1,0 +1,106 @@
+"""The output contract and the step parser against a row-by-row reference.
+
+``check_output`` decides validity from whole-array counts (a fast path) and only names the
+broken rule on a malformed output; the reference below walks each row in Python, so any
+disagreement on validity, the rule named, the row named or the decoded step fails here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specdec_check.checker._outputs import check_output, parse_step
+
+_RULES = {
+    "range": "outside [0,",
+    "suffix": "token after -1 padding",
+    "empty": "emitted no token at all",
+    "overrun": "emits tokens after the first token that differs",
+}
+
+
+def _reference(out, drafts, vocab):
+    """``(rule, row)`` of the first violation in the contract's order, or ``(None, steps)``."""
+    for rule in ("range", "suffix", "empty", "overrun"):
+        for b, (row, draft) in enumerate(zip(out.tolist(), drafts.tolist())):
+            if rule == "range" and any(t < -1 or t >= vocab for t in row):
+                return rule, b
+            real = [t >= 0 for t in row]
+            if rule == "suffix" and any(real[j + 1] and not real[j] for j in range(len(row) - 1)):
+                return rule, b
+            if rule == "empty" and not real[0]:
+                return rule, b
+            k = 0
+            while k < len(draft) and row[k] == draft[k]:
+                k += 1
+            if rule == "overrun" and sum(real) > k + 1:
+                return rule, b
+    steps = []
+    for row, draft in zip(out.tolist(), drafts.tolist()):
+        k = 0
+        while k < len(draft) and row[k] == draft[k]:
+            k += 1
+        steps.append((k, row[k] if row[k] >= 0 else -1, k + (row[k] >= 0)))
+    return None, steps
+
+
+@st.composite
+def _outputs(draw):
+    """Near-valid outputs: drafts, a stop, a final token or -1, padding, then a few corruptions."""
+    vocab = draw(st.integers(2, 6))
+    gamma = draw(st.integers(0, 5))
+    batch = draw(st.integers(1, 6))
+    drafts = np.array(draw(st.lists(st.lists(st.integers(0, vocab - 1), min_size=gamma, max_size=gamma),
+                                    min_size=batch, max_size=batch)), dtype=np.int64).reshape(batch, gamma)
+    out = np.full((batch, gamma + 1), -1, dtype=np.int64)
+    for b in range(batch):
+        k = draw(st.integers(0, gamma))
+        out[b, :k] = drafts[b, :k]
+        choices = [t for t in range(vocab) if k == gamma or t != drafts[b, k]] + [-1]
+        out[b, k] = draw(st.sampled_from(choices))
+    for _ in range(draw(st.integers(0, 2))):
+        b, j = draw(st.integers(0, batch - 1)), draw(st.integers(0, gamma))
+        out[b, j] = draw(st.integers(-3, vocab + 1))
+    return out, drafts, vocab
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_outputs())
+def test_check_output_agrees_with_the_row_by_row_reference(case):
+    out, drafts, vocab = case
+    problem, step = check_output(out, drafts, vocab)
+    rule, detail = _reference(out, drafts, vocab)
+    if rule is None:
+        assert problem is None
+        got = list(zip(step.accepted.tolist(), step.final.tolist(), step.emitted.tolist()))
+        assert got == detail
+    else:
+        assert step is None and _RULES[rule] in problem[0]
+        assert problem[1]["row"] == detail
+
+
+@pytest.mark.parametrize("row, rule", [
+    ([5, 1, 2], "range"),
+    ([-2, -1, -1], "range"),
+    ([-1, 1, -1], "suffix"),
+    ([-1, -1, -1], "empty"),
+    ([1, 0, 0], "overrun"),
+    ([0, 3, 0], "overrun"),
+])
+def test_each_contract_rule_is_named_with_its_row(row, rule):
+    drafts = np.array([[1, 2], [1, 2]])
+    out = np.array([[1, 2, 3], row])
+    problem, step = check_output(out, drafts, 5)
+    assert step is None and _RULES[rule] in problem[0] and problem[1]["row"] == 1
+
+
+def test_parse_step_decodes_stops_final_tokens_and_missing_bonus():
+    drafts = np.array([[1, 2, 3]] * 4)
+    out = np.array([[1, 2, 3, 4], [1, 0, -1, -1], [4, -1, -1, -1], [1, 2, 3, -1]])
+    step = parse_step(out, drafts)
+    assert step.accepted.tolist() == [3, 1, 0, 3]
+    assert step.final.tolist() == [4, 0, 4, -1]
+    assert step.emitted.tolist() == [4, 2, 1, 3]

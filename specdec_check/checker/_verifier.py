@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
 
@@ -41,27 +40,6 @@ _OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_inva
 _RANDOMNESS_ROWS = 4096
 #: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row.
 _PATH_LAW_MAX_VOCAB = 1000
-
-
-@contextlib.contextmanager
-def _small_pages():
-    """Allocate the inputs without numpy's transparent-huge-page advice.
-
-    numpy advises huge pages for large arrays; on kernels whose THP defrag policy is "madvise"
-    the first touch of a fresh 100 MB block can wait for synchronous compaction (measured on the
-    2-core development machine: 0.58 s instead of 0.17 s to draw 10^5 rows at V = 32, gamma = 4).
-    The advice is a process-wide numpy switch (private API, absent in some versions: then this
-    does nothing); it is restored at once, and the verifier's own arrays are untouched.
-    """
-    switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
-    if switch is None:
-        yield
-        return
-    previous = switch(False)
-    try:
-        yield
-    finally:
-        switch(previous)
 
 
 def _snapshot(kwargs):
@@ -141,8 +119,7 @@ class _ScenarioRun(ScenarioRunBase):
         return self.backend.law_rows if self.backend.casts_rows else None
 
     def draw(self, rows=None):
-        with _small_pages():
-            return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables)
+        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables)
 
     def call(self, draw, seed, check="contract"):
         """Run the verifier on ``draw``; its output on the host, or None after a finding that stops the scenario."""

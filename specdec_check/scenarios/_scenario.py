@@ -12,6 +12,7 @@ from ..models import CausalModel
 from ..models._contexts import last_context_indices
 from ..samplers import categorical
 from ..samplers._numpy_generate import categorical_from_table, search_table
+from ._memory import populated_empty
 
 __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
 
@@ -201,9 +202,12 @@ class VerifierScenario:
                     ids[:, j] = categorical_from_table(tables.draft_search, keys[:, j], rng, probs_rows=tables.draft)
                     if order:
                         context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
-            return VerifierDraw(ids, tables.draft[keys[:, :gamma]], tables.target[keys], index, keys)
-        draft_probs = np.empty((batch, gamma, vocab))
-        target_probs = np.empty((batch, gamma + 1, vocab))
+            draft_probs = np.take(tables.draft, keys[:, :gamma], axis=0, mode="clip",
+                                  out=populated_empty((batch, gamma, vocab)))
+            target_probs = np.take(tables.target, keys, axis=0, mode="clip", out=populated_empty((batch, gamma + 1, vocab)))
+            return VerifierDraw(ids, draft_probs, target_probs, index, keys)
+        draft_probs = populated_empty((batch, gamma, vocab))
+        target_probs = populated_empty((batch, gamma + 1, vocab))
         for j in range(gamma + 1):
             if keyed:
                 keys[:, j] = context @ weights

@@ -261,3 +261,18 @@ def test_screen_structural_rows_use_no_tolerance_on_low_precision_backends():
         # named in the 16 structural rows (the torch stream differs from numpy's, so not the same rows)
         assert report.findings and report.findings[0].check == "impossible" and report.samples_used <= 16, name
     assert report.findings[0].evidence["tolerance"] == 0.0
+
+
+def test_populated_empty_is_a_plain_writable_array_that_can_be_frozen():
+    from specdec_check.scenarios._memory import POPULATE_BYTES, populated_empty
+
+    small = populated_empty((3, 4))
+    big = populated_empty((POPULATE_BYTES // 8 // 4 + 1, 4))
+    for array in (small, big):
+        assert array.dtype == np.float64 and array.flags.writeable and array.flags.c_contiguous
+        array[...] = 1.5
+        assert float(array.sum()) == 1.5 * array.size
+        array.setflags(write=False)
+        with pytest.raises(ValueError, match="read-only"):
+            array[0, 0] = 0.0
+    assert big.shape == (POPULATE_BYTES // 8 // 4 + 1, 4) and np.array_equal(big[:2], np.full((2, 4), 1.5))

@@ -111,3 +111,34 @@ def test_numpy_generate_bad_input(kwargs, error, match):
     args.update(kwargs)
     with pytest.raises(error, match=match):
         numpy_generate(**args)
+
+
+@pytest.mark.parametrize("vocab", [1, 2, 7, 32, 1000])
+def test_categorical_from_table_gives_the_same_tokens_as_categorical(vocab):
+    """Binary search over a law table and inverse CDF over gathered rows agree token for token,
+    including rows with zero-mass tokens at both ends and uniforms that round ``u * total`` up."""
+    from specdec_check.checker._block import exclusive_cumsum
+    from specdec_check.samplers import categorical
+    from specdec_check.samplers._numpy_generate import categorical_from_table, search_table
+
+    rng = np.random.default_rng(vocab)
+    table = rng.random((40, vocab)) ** 4
+    table[::3, 0] = 0.0
+    table[::4, -1] = 0.0
+    table[:, vocab // 2] += 0.1  # every row keeps some mass
+    table[0] = 0.0
+    table[0, vocab // 2] = 1.0
+    table /= table.sum(axis=1, keepdims=True)
+    rows = rng.integers(0, 40, size=20_000)
+    expected = categorical(table[rows], np.random.default_rng(1))
+    got = categorical_from_table(search_table(exclusive_cumsum(table)), rows, np.random.default_rng(1), probs_rows=table)
+    np.testing.assert_array_equal(got, expected)
+    assert (table[rows, got] > 0).all()
+
+    class _One:  # u = 1 lands on the total (as u * total rounding up would): the last positive token
+        def random(self, n):
+            return np.ones(n)
+
+    top = categorical_from_table(search_table(exclusive_cumsum(table)), rows, _One(), probs_rows=table)
+    np.testing.assert_array_equal(top, categorical(table[rows], _One()))
+    np.testing.assert_array_equal(top, vocab - 1 - (table[rows, ::-1] > 0).argmax(axis=1))

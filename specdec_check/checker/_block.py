@@ -62,10 +62,11 @@ def pit_from_bounds(lower, mass, total, uniforms, samples):
     ``lower = F(x-1)`` and ``total = F(V-1)`` come from the cumulative (unnormalised) law of each
     sample's row; ``mass = p(x)`` is read from the row itself, never as a difference of cumulative
     sums (which would round a tiny positive mass to zero). Raises ``ValueError`` for a sample on
-    an outcome of probability zero (a positive mass implies a positive total: the total is a sum
-    of non-negative terms that includes it). numpy arrays or torch tensors (on any device) alike.
+    an outcome of probability zero, or whose row total is not positive (NaN included). numpy
+    arrays or torch tensors (on any device) alike.
     """
     _require_possible(mass, samples)
+    _require_possible(total, samples)
     return ((lower + uniforms * mass) / total).clip(max=_BELOW_ONE)
 
 

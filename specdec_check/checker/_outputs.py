@@ -74,7 +74,13 @@ def _first_violation(out, draft_token_ids, vocab_size: int):
         row = int(np.flatnonzero(~real[:, 0])[0])
         return (f"row {row} emitted no token at all: {out[row].tolist()}", {"row": row, "output": out[row].tolist()})
     step = parse_step(out, draft_token_ids)
-    row = int(np.flatnonzero(real.sum(axis=1) > step.accepted + 1)[0])
+    over = np.flatnonzero(real.sum(axis=1) > step.accepted + 1)
+    if not over.size:  # only drafts outside [0, V) get here (the checker never draws them)
+        row = int(np.flatnonzero(real.sum(axis=1) != step.emitted)[0])
+        return (f"row {row} cannot be decoded against its drafts {draft_token_ids[row].tolist()} "
+                f"(output {out[row].tolist()}): draft ids must lie in [0, {vocab_size})",
+                {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()})
+    row = int(over[0])
     return (f"row {row} emits tokens after the first token that differs from its drafts "
             f"(drafts {draft_token_ids[row].tolist()}, output {out[row].tolist()})",
             {"row": row, "drafts": draft_token_ids[row].tolist(), "output": out[row].tolist()})

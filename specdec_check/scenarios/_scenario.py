@@ -196,6 +196,10 @@ class VerifierScenario:
         keys = np.empty((batch, gamma + 1), dtype=np.int64) if keyed else None
         weights = (vocab + 1) ** np.arange(order - 1, -1, -1)
         if keyed and tables is not None:  # contexts first, then one gather per table
+            if tables.rows != self.table_rows or tables.target.shape[1] != vocab:  # keys index rows unchecked below
+                raise ValueError(f"scenario {self.name!r}: context keys outside its law tables ({tables.rows} rows of "
+                                 f"V={tables.target.shape[1]}, need {self.table_rows} of V={vocab}); pass this "
+                                 "scenario's own law_tables().")
             for j in range(gamma + 1):
                 keys[:, j] = context @ weights
                 if j < gamma:

@@ -74,6 +74,8 @@ def test_block_pit_matches_the_stats_engine_on_the_same_uniforms(scenario):
         cond = law[has, step.accepted[has]]
         cond = cond / cond.sum(axis=1, keepdims=True)  # the law of the final token given the stop
         same(block.pit_final(outcome, has, u_has), step.final[has], cond)
+        assert has.size == batch  # numpy_verify always emits a final token: no subset needed
+        np.testing.assert_array_equal(block.pit_final(outcome, None, u_has), block.pit_final(outcome, has, u_has))
 
 
 @pytest.mark.parametrize("scenario", _SMALL, ids=lambda s: s.name)
@@ -276,3 +278,14 @@ def test_populated_empty_is_a_plain_writable_array_that_can_be_frozen():
         with pytest.raises(ValueError, match="read-only"):
             array[0, 0] = 0.0
     assert big.shape == (POPULATE_BYTES // 8 // 4 + 1, 4) and np.array_equal(big[:2], np.full((2, 4), 1.5))
+
+
+def test_draw_rejects_law_tables_that_do_not_cover_its_contexts():
+    from specdec_check.scenarios import LawTables
+
+    target, draft = markov_pair("low-acceptance", vocab_size=8)
+    scenario = VerifierScenario("keys", target, draft, 3, 64)
+    tables = scenario.law_tables()
+    with pytest.raises(ValueError, match="context keys outside its law tables"):
+        scenario.draw(np.random.default_rng(0), pool=scenario.prompts(), tables=LawTables(tables.target[:2],
+                                                                                          tables.draft[:2]))

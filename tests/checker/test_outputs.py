@@ -68,9 +68,16 @@ def _outputs(draw):
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
-@given(_outputs())
-def test_check_output_agrees_with_the_row_by_row_reference(case):
+@given(_outputs(), st.sampled_from([np.int64, np.int32, np.int8]), st.sampled_from(["C", "F", "strided"]))
+def test_check_output_agrees_with_the_row_by_row_reference(case, dtype, layout):
     out, drafts, vocab = case
+    out = out.astype(dtype)
+    if layout == "F":
+        out = np.asfortranarray(out)
+    elif layout == "strided":
+        wide = np.zeros((out.shape[0], 2 * out.shape[1]), dtype=dtype)
+        wide[:, ::2] = out
+        out = wide[:, ::2]
     problem, step = check_output(out, drafts, vocab)
     rule, detail = _reference(out, drafts, vocab)
     if rule is None:
@@ -95,6 +102,11 @@ def test_each_contract_rule_is_named_with_its_row(row, rule):
     out = np.array([[1, 2, 3], row])
     problem, step = check_output(out, drafts, 5)
     assert step is None and _RULES[rule] in problem[0] and problem[1]["row"] == 1
+
+
+def test_drafts_outside_the_vocabulary_are_named_not_a_crash():
+    problem, step = check_output(np.array([[0, -1, -1]]), np.array([[0, -1]]), 5)
+    assert step is None and "draft ids must lie in [0, 5)" in problem[0] and problem[1]["row"] == 0
 
 
 def test_parse_step_decodes_stops_final_tokens_and_missing_bonus():

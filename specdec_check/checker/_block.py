@@ -82,7 +82,7 @@ class StepOutcome:
     Works on a host block (numpy) and on its device copy (torch) with the same code."""
 
     def __init__(self, block: "VerifierBlock", accepted, final):
-        xp, gamma = block.xp, block.gamma
+        gamma = block.gamma
         self.stop, self.token = accepted, final.clip(min=0)
         at = block.stop_base + accepted  # (row, stop) in the [B, gamma+1] tables
         self.target = block.target_rows.reshape(-1)[block.target_offset.reshape(-1)[at] + self.token]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -21,6 +23,7 @@ __all__ = [
     "interleaved_best",
     "loglog_slope",
     "machine_lines",
+    "peak_rss_in_child",
     "table",
     "timed_verifier",
     "traced_peak",
@@ -79,6 +82,31 @@ def interleaved_best(fns: dict, repeats: int, sync=None) -> dict:
             best, _ = results[name]
             results[name] = (min(best, elapsed), out)
     return results
+
+
+_CHILD_PRELUDE = """
+import json, resource, sys, time
+_state = {}
+def mark():
+    _state["before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    _state["start"] = time.perf_counter()
+def done(**fields):
+    fields.update(elapsed=time.perf_counter() - _state["start"], before_bytes=_state["before"],
+                  peak_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    print("RESULT " + json.dumps(fields))
+"""
+
+
+def peak_rss_in_child(script: str) -> dict:
+    """Run ``script`` in a fresh interpreter and return what it reports with ``done(**fields)``,
+    plus ``before_bytes`` (peak resident set when it calls ``mark()``), ``peak_bytes`` (at
+    ``done``) and ``elapsed`` seconds between the two. Linux reports ``ru_maxrss`` in KiB."""
+    proc = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + script], capture_output=True, text=True,
+                          check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"the child benchmark failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    return json.loads(lines[-1][len("RESULT "):])
 
 
 def traced_peak(fn):

@@ -27,6 +27,8 @@ class CausalModel(ABC):
 
     vocab_size: int
     order: int
+    #: How many distinct laws :meth:`law_keys` can name (None: the model cannot say).
+    num_law_keys: int | None = None
 
     @abstractmethod
     def probs_at(self, contexts: np.ndarray) -> np.ndarray:
@@ -35,6 +37,16 @@ class CausalModel(ABC):
         Only the trailing ``order`` entries are read; index ``vocab_size`` is the
         start-of-sequence context.
         """
+
+    def law_keys(self, contexts: np.ndarray) -> np.ndarray | None:
+        """Return int64 [...] keys in ``[0, num_law_keys)`` for int contexts [..., order'] such that
+        equal keys mean equal laws (:meth:`probs_at`), or None when the model cannot say.
+
+        A checker then keeps one law row per key instead of one per context: a table of
+        ``num_law_keys`` rows stands for every context (Markov: the context itself; hashed:
+        the prototype).
+        """
+        return None
 
     def cdf_at(self, contexts: np.ndarray) -> np.ndarray:
         """Return ``np.cumsum(self.probs_at(contexts), axis=-1)``; table models gather a cached one."""

@@ -34,6 +34,7 @@ class HashedMarkovModel(CausalModel):
         self.num_prototypes, self.vocab_size = (int(s) for s in table.shape)
         self.order = int(order)
         self.salt = int(salt)
+        self.num_law_keys = self.num_prototypes
 
     @classmethod
     def random(cls, vocab_size: int, *, num_prototypes: int = 16, order: int = 1, zipf_exponent: float = 1.1,
@@ -59,6 +60,10 @@ class HashedMarkovModel(CausalModel):
 
     def probs_at(self, contexts):
         return self.prototypes[self.prototype_index(contexts)]
+
+    def law_keys(self, contexts):
+        """The prototype row (:meth:`prototype_index`)."""
+        return self.prototype_index(contexts)
 
     def __repr__(self):
         return f"HashedMarkovModel(V={self.vocab_size}, K={self.num_prototypes}, order={self.order})"

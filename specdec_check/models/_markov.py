@@ -38,10 +38,16 @@ class MarkovModel(CausalModel):
         self.probs.setflags(write=False)
         self.vocab_size = int(vocab)
         self.order = int(order)
+        self.num_law_keys = (self.vocab_size + 1) ** self.order
 
     def probs_at(self, contexts):
         ctx = np.asarray(contexts)[..., -self.order:]
         return self.probs[tuple(ctx[..., i] for i in range(self.order))]
+
+    def law_keys(self, contexts):
+        """The context itself, as a base-(V+1) number of its last ``order`` ids."""
+        ctx = np.asarray(contexts, dtype=np.int64)[..., -self.order:]
+        return ctx @ (self.vocab_size + 1) ** np.arange(self.order - 1, -1, -1, dtype=np.int64)
 
     def cdf_at(self, contexts):
         """The cumulative rows of :meth:`probs_at`, gathered from a table computed once (bitwise equal)."""
@@ -59,6 +65,7 @@ class ConstantModel(CausalModel):
     """A context-free model: the same next-token law after every context (order 0)."""
 
     order = 0
+    num_law_keys = 1
 
     def __init__(self, probs):
         arr = np.asarray(probs, dtype=np.float64)
@@ -71,6 +78,9 @@ class ConstantModel(CausalModel):
     def probs_at(self, contexts):
         shape = np.asarray(contexts).shape[:-1]
         return np.broadcast_to(self.probs, shape + (self.vocab_size,)).copy()
+
+    def law_keys(self, contexts):
+        return np.zeros(np.asarray(contexts).shape[:-1], dtype=np.int64)
 
     def __repr__(self):
         return f"ConstantModel(V={self.vocab_size})"

@@ -27,6 +27,8 @@ class MixtureModel(CausalModel):
         self.first, self.second, self.weight = first, second, weight
         self.vocab_size = first.vocab_size
         self.order = max(first.order, second.order)
+        if first.num_law_keys is not None and second.num_law_keys is not None:
+            self.num_law_keys = first.num_law_keys * second.num_law_keys
 
     def probs_at(self, contexts):
         a = self.first.probs_at(contexts)
@@ -36,6 +38,13 @@ class MixtureModel(CausalModel):
         if self.weight == 0.0:
             return b
         return self.weight * a + (1.0 - self.weight) * b
+
+    def law_keys(self, contexts):
+        """The pair of the components' keys (None unless both have keys)."""
+        first, second = self.first.law_keys(contexts), self.second.law_keys(contexts)
+        if first is None or second is None or self.num_law_keys is None:
+            return None
+        return first * self.second.num_law_keys + second
 
     def __repr__(self):
         return f"mix({self.first!r}, {self.second!r}, w={self.weight:g})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -18,8 +19,10 @@ __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
 
 #: Largest (pool size x step outcomes) for which the integrated step law is enumerated.
 MAX_STEP_CELLS = 200_000
-#: Largest law table (contexts x V) a scenario precomputes for the checker's keyed laws.
+#: Largest law table (distinct laws x V) a scenario precomputes for the checker's keyed laws.
 MAX_TABLE_CELLS = 1 << 21
+#: Most contexts ((V+1)^order) a scenario enumerates to find its distinct laws.
+MAX_CONTEXTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -135,26 +138,49 @@ class VerifierScenario:
         """Tokens of context the two models read together (the larger of their orders)."""
         return max(self.target.order, self.draft.order)
 
-    @property
-    def table_rows(self) -> int | None:
-        """Number of distinct contexts ``(V+1)^order`` when the laws fit a table, else None."""
+    @cached_property
+    def _law_index(self):
+        """``(row, representatives)``: the law-table row of every context (int64 [(V+1)^order],
+        contexts as base-(V+1) numbers) and one context per row; None without tables.
+
+        Contexts share a row when both models give them the same law key
+        (:meth:`~specdec_check.models.CausalModel.law_keys`), so a hashed model over V = 32,000
+        needs one row per (target prototype, draft prototype) pair, not one per context.
+        """
         if self.fixed_target_probs is not None:
             return None
-        rows = (self.vocab_size + 1) ** self.context_order
-        return rows if rows * self.vocab_size <= MAX_TABLE_CELLS else None
+        order, base = self.context_order, self.vocab_size + 1
+        count = base**order
+        if count > MAX_CONTEXTS:
+            return None
+        contexts = np.stack(np.unravel_index(np.arange(count), (base,) * order), axis=1) if order else \
+            np.zeros((1, 0), dtype=np.int64)
+        target_keys, draft_keys = self.target.law_keys(contexts), self.draft.law_keys(contexts)
+        if target_keys is None or draft_keys is None:
+            joint = np.arange(count)
+        else:
+            joint = target_keys * self.draft.num_law_keys + draft_keys
+        distinct, first, row = np.unique(joint, return_index=True, return_inverse=True)
+        if distinct.size * self.vocab_size > MAX_TABLE_CELLS:
+            return None
+        return row.reshape(-1).astype(np.int64), contexts[first]
+
+    @property
+    def table_rows(self) -> int | None:
+        """Number of distinct laws in :meth:`law_tables` when they fit a table, else None."""
+        index = self._law_index
+        return None if index is None else int(index[1].shape[0])
 
     def law_tables(self, law_rows=None) -> "LawTables | None":
-        """The law after every context of :attr:`context_order` tokens (as ``law_rows`` casts it),
-        rows indexed by ``VerifierDraw.context_keys``; None when the tables would exceed
-        :data:`MAX_TABLE_CELLS` cells (large vocabularies, fixed rows)."""
-        rows = self.table_rows
-        if rows is None:
+        """The distinct laws after every context of :attr:`context_order` tokens (as ``law_rows``
+        casts them), rows indexed by ``VerifierDraw.context_keys``; None when the tables would
+        exceed :data:`MAX_TABLE_CELLS` cells (fixed rows, or models without law keys over a
+        large vocabulary)."""
+        index = self._law_index
+        if index is None:
             return None
-        order, base = self.context_order, self.vocab_size + 1
-        contexts = np.stack(np.unravel_index(np.arange(rows), (base,) * order), axis=1) if order else \
-            np.zeros((1, 0), dtype=np.int64)
         cast = law_rows if law_rows is not None else (lambda r: r)
-        return LawTables(cast(self.target.probs_at(contexts)), cast(self.draft.probs_at(contexts)))
+        return LawTables(cast(self.target.probs_at(index[1])), cast(self.draft.probs_at(index[1])))
 
     def prompts(self) -> np.ndarray:
         """The pool of prompts, int64 [prompt_pool, max_len] left-padded with -1."""
@@ -194,6 +220,7 @@ class VerifierScenario:
         ids = np.empty((batch, gamma), dtype=np.int64)
         keyed = self.table_rows is not None
         keys = np.empty((batch, gamma + 1), dtype=np.int64) if keyed else None
+        law_row = self._law_index[0] if keyed else None
         weights = (vocab + 1) ** np.arange(order - 1, -1, -1)
         if keyed and tables is not None:  # contexts first, then one gather per table
             if tables.rows != self.table_rows or tables.target.shape[1] != vocab:  # keys index rows unchecked below
@@ -201,7 +228,7 @@ class VerifierScenario:
                                  f"V={tables.target.shape[1]}, need {self.table_rows} of V={vocab}); pass this "
                                  "scenario's own law_tables().")
             for j in range(gamma + 1):
-                keys[:, j] = context @ weights
+                keys[:, j] = law_row[context @ weights]
                 if j < gamma:
                     ids[:, j] = categorical_from_table(tables.draft_search, keys[:, j], rng, probs_rows=tables.draft)
                     if order:
@@ -214,7 +241,7 @@ class VerifierScenario:
         target_probs = populated_empty((batch, gamma + 1, vocab))
         for j in range(gamma + 1):
             if keyed:
-                keys[:, j] = context @ weights
+                keys[:, j] = law_row[context @ weights]
             target_probs[:, j] = law_rows(self.target.probs_at(context))
             if j < gamma:
                 draft_probs[:, j] = law_rows(self.draft.probs_at(context))

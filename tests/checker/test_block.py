@@ -37,8 +37,28 @@ def _blocks(scenario, draw):
     return blocks
 
 
-def test_only_the_large_vocabulary_scenario_has_no_law_tables():
-    assert [s.name for s in _BATTERY if s.law_tables() is None] == ["large-vocabulary"]
+def test_law_tables_cover_the_battery_and_stay_within_their_cell_budget():
+    from specdec_check.models import CausalModel, HashedMarkovModel
+    from specdec_check.scenarios._scenario import MAX_TABLE_CELLS
+
+    assert all(s.table_rows is not None for s in _BATTERY)
+    large = next(s for s in _BATTERY if s.name == "large-vocabulary")
+    assert large.table_rows == 64  # (target prototype, draft prototype pair) pairs, not 32,001 contexts
+
+    class Keyless(CausalModel):  # the same laws as a hashed model, without law keys
+        def __init__(self, model):
+            self.model, self.vocab_size, self.order = model, model.vocab_size, model.order
+
+        def probs_at(self, contexts):
+            return self.model.probs_at(contexts)
+
+    many = HashedMarkovModel.random(32_000, num_prototypes=80, seed=3)
+    assert 80 * 32_000 > MAX_TABLE_CELLS
+    for target in (Keyless(large.target), many):
+        scenario = VerifierScenario("no-tables", target, large.draft if target is many else target, 2, 4)
+        assert scenario.table_rows is None and scenario.law_tables() is None
+        draw = _draw(scenario)
+        assert draw.context_keys is None and draw.target_probs.shape == (4, 3, 32_000)
 
 
 @pytest.mark.parametrize("scenario", [s for s in _BATTERY if s.table_rows is not None], ids=lambda s: s.name)

@@ -93,3 +93,41 @@ class TestCorpusBigram:
         _, uni = corpus_bigram(0.0)
         counts = np.array([CORPUS.count(ch) for ch in vocab]) + 1.0
         np.testing.assert_allclose(uni(np.array([[t]]))[0, 0], counts / counts.sum())
+
+
+def _keyed_models():
+    rng = np.random.default_rng(5)
+    first, second = MarkovModel(_table(rng, 5, 1)), MarkovModel(_table(rng, 5, 2), order=2)
+    hashed = HashedMarkovModel.random(5, num_prototypes=3, order=2, seed=4)
+    constant = mix(first, np.full(5, 0.2), 0.0).second
+    return {"markov-1": first, "markov-2": second, "hashed": hashed, "constant": constant,
+            "mix-markov-hashed": mix(second, hashed, 0.3), "mix-of-mix": mix(mix(first, constant, 0.5), hashed, 0.7)}
+
+
+@pytest.mark.parametrize("name", list(_keyed_models()))
+def test_law_keys_name_laws(name):
+    """Equal keys mean equal laws, keys lie in [0, num_law_keys), and different laws get different keys."""
+    model = _keyed_models()[name]
+    contexts = np.stack(np.unravel_index(np.arange(6**2), (6, 6)), axis=1)  # every order-2 context over V=5
+    keys, probs = model.law_keys(contexts), model.probs_at(contexts)
+    assert keys.shape == (36,) and keys.dtype == np.int64
+    assert 0 <= keys.min() and keys.max() < model.num_law_keys
+    for key in np.unique(keys):
+        same = probs[keys == key]
+        np.testing.assert_array_equal(same, np.broadcast_to(same[0], same.shape))
+    distinct_laws = np.unique(probs, axis=0).shape[0]
+    assert np.unique(keys).size == distinct_laws
+
+
+def test_models_without_law_keys_say_so():
+    from specdec_check.models import CausalModel
+
+    class Network(CausalModel):
+        vocab_size, order = 3, 1
+
+        def probs_at(self, contexts):
+            return np.full(np.asarray(contexts).shape[:-1] + (3,), 1 / 3)
+
+    model = Network()
+    assert model.law_keys(np.zeros((2, 1), dtype=np.int64)) is None and model.num_law_keys is None
+    assert mix(model, np.full(3, 1 / 3), 0.5).law_keys(np.zeros((2, 1), dtype=np.int64)) is None

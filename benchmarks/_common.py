@@ -152,9 +152,9 @@ class TimedScenario(VerifierScenario):
         super().__post_init__()
         object.__setattr__(self, "draw_s", 0.0)
 
-    def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None):
+    def draw(self, rng, law_rows=None, **kwargs):
         start = time.perf_counter()
-        out = super().draw(rng, law_rows, pool=pool, rows=rows, tables=tables)
+        out = super().draw(rng, law_rows, **kwargs)
         object.__setattr__(self, "draw_s", self.draw_s + time.perf_counter() - start)
         return out
 

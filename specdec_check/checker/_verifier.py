@@ -40,6 +40,35 @@ _OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_inva
 _RANDOMNESS_ROWS = 4096
 #: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row.
 _PATH_LAW_MAX_VOCAB = 1000
+#: Small calls are drawn together, up to this many probability cells (or 64 calls) per draw.
+_POOL_CELLS = 1 << 18
+_POOL_CALLS = 64
+
+
+class _CallPool:
+    """Calls of ``rows`` rows cut from draws of several calls at once (views, no copies).
+
+    Drawing costs a fixed overhead per draw (contexts, one pass per position), which dominates
+    calls of a few rows; rows are drawn independently, so a window of a larger draw is
+    distributed as a call of its own (:meth:`VerifierScenario.draw` with ``calls``).
+    """
+
+    def __init__(self, run: "_ScenarioRun", rows=None, *, limit: int = _POOL_CALLS):
+        s = run.scenario
+        self.run, self.rows = run, rows
+        self.width = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
+        cells = self.width * (2 * s.gamma + 1) * s.vocab_size
+        self.calls = int(max(1, min(limit, _POOL_CALLS, _POOL_CELLS // cells)))
+        self.draw, self.at = None, 0
+
+    def next(self):
+        """The next call's inputs."""
+        if self.draw is None or self.at >= self.calls:
+            self.draw, self.at = self.run.draw(rows=self.rows, calls=self.calls), 0
+        self.at += 1
+        if self.calls == 1:
+            return self.draw
+        return self.draw.head(slice((self.at - 1) * self.width, self.at * self.width))
 
 
 def _snapshot(kwargs):
@@ -118,8 +147,8 @@ class _ScenarioRun(ScenarioRunBase):
     def law_rows(self):
         return self.backend.law_rows if self.backend.casts_rows else None
 
-    def draw(self, rows=None):
-        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables)
+    def draw(self, rows=None, calls=1):
+        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, calls=calls)
 
     def call(self, draw, seed, check="contract"):
         """Run the verifier on ``draw``; its output on the host, or None after a finding that stops the scenario."""
@@ -232,10 +261,10 @@ class _ScenarioRun(ScenarioRunBase):
             self.non_finite_probe()
         reuse = reuse_count(cells_per_call)
         conditional = "stop_conditional" in tallies or "step_law" in tallies
-        block = None
+        block, inputs = None, _CallPool(self, limit=calls)
         for _ in range(calls):
             if block is None or block.uses >= reuse:
-                block = VerifierBlock(self.draw(), conditional=conditional, tables=self.tables)
+                block = VerifierBlock(inputs.next(), conditional=conditional, tables=self.tables)
             out, step = self.call_parsed(block.draw, self.next_seed())
             if out is None:
                 break
@@ -444,12 +473,15 @@ class _ScenarioRun(ScenarioRunBase):
         hits, probs, n_calls = 0, [], 0
         cells_per_call = s.rows_per_call * (2 * s.gamma + 1) * s.vocab_size
         max_calls = max(4, min(self.mode.max_calls // 4, int(self.mode.max_cells // (4 * cells_per_call))))
+        width = min(s.rows_per_call, _RANDOMNESS_ROWS)
+        half = width // 2
+        windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
+        inputs = _CallPool(self, _RANDOMNESS_ROWS, limit=windows)
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
                 break
-            draw = self.small_draw()
+            draw = inputs.next()
             if within_call:
-                half = min(s.rows_per_call, _RANDOMNESS_ROWS) // 2
                 pick = np.repeat(np.arange(half), 2)
                 draw = draw.head(pick)
                 out = self.call(draw, self.next_seed(), check)

@@ -4,10 +4,11 @@ A fresh 100 MB numpy array is mapped page by page on first touch: on the 2-core 
 VM each 4 KiB fault costs about 1.5 us, so faulting dominates the cost of gathering a call's
 [B, gamma+1, V] probability rows from a law table (measured at 10^5 rows, V = 32, gamma = 4:
 122 ms gathering into fresh arrays, 88 ms into arrays mapped with ``MAP_POPULATE``). numpy
-advises huge pages for arrays of 4 MiB and more; their first touch stalled for up to 0.5 s on
-the same machine (the host backing fresh 2 MiB pages), and the 12 MB calls of the V = 32,000
-scenario took 28 ms per draw that way against 8 ms here, so arrays of 1 MiB and more
-come from their own mapping, which gets no such advice.
+advises huge pages for arrays of 4 MiB and more, and their first touch stalled for up to
+0.5 s on the same machine (the host backing fresh 2 MiB pages), so arrays from 4 MiB get a
+mapping of their own, which gets no such advice. Smaller arrays come from numpy's allocator,
+whose freed pages malloc reuses without faults (the V = 1,000 and V = 32,000 scenarios of the
+default battery: 2.8-3.1 s with this split, 3.3-3.6 s when arrays from 1 MiB are mapped).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 __all__ = ["populated_empty"]
 
-#: Arrays below this size come from numpy's allocator (malloc reuses their pages; no huge-page advice).
-POPULATE_BYTES = 1 << 20
+#: numpy's huge-page threshold: smaller arrays come from its allocator (malloc reuses their pages).
+POPULATE_BYTES = 1 << 22
 
 
 def populated_empty(shape, dtype=np.float64) -> np.ndarray:

@@ -193,24 +193,31 @@ class VerifierScenario:
                 pool[i, -n:] = rng.integers(0, self.vocab_size, size=n)
         return pool
 
-    def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None, tables=None) -> VerifierDraw:
+    def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None, tables=None,
+             calls: int = 1) -> VerifierDraw:
         """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see (None: as they are).
 
         ``rows`` (at most ``rows_per_call``) draws a smaller call, for checks that need pairs of
         outputs rather than many rows. ``tables``, this scenario's :meth:`law_tables` under the
         same ``law_rows``, lets the rows be gathered from the tables (the same draw, faster).
+        ``calls`` draws that many calls at once, one after the other along the rows (call ``c``
+        is ``draw.head(slice(c * rows, (c + 1) * rows))``): every row is drawn independently, so
+        each window is distributed as one call, and small calls share the cost of drawing.
         """
         gamma = self.gamma
         batch = self.rows_per_call if rows is None else max(1, min(int(rows), self.rows_per_call))
         cast = law_rows is not None
         law_rows = law_rows if cast else (lambda rows: rows)
-        if self.fixed_target_probs is not None:
+        if self.fixed_target_probs is not None:  # the same fixed rows in every call, drafts drawn afresh
             draft_probs = law_rows(self.fixed_draft_probs[:batch])
             target_probs = law_rows(self.fixed_target_probs[:batch])
-            ids = np.empty((batch, gamma), dtype=np.int64)
+            if calls > 1:
+                draft_probs, target_probs = np.tile(draft_probs, (calls, 1, 1)), np.tile(target_probs, (calls, 1, 1))
+            ids = np.empty((batch * calls, gamma), dtype=np.int64)
             for j in range(gamma):
                 ids[:, j] = categorical(draft_probs[:, j], rng)
-            return VerifierDraw(ids, draft_probs, target_probs, np.arange(batch))
+            return VerifierDraw(ids, draft_probs, target_probs, np.tile(np.arange(batch), calls))
+        batch *= calls
         pool = self.prompts() if pool is None else pool
         order = max(self.target.order, self.draft.order)
         start = last_context_indices(pool, order=order, vocab_size=self.vocab_size)  # [pool, order]

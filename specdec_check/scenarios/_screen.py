@@ -123,8 +123,11 @@ class VerifierScreen(VerifierScenario):
                    fixed_draft_probs=np.stack([r[1] for r in rows]), row_budget=row_budget, pairs=pairs)
 
 
-    def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None, probe: int = 0) -> VerifierDraw:
-        """One row of probe ``probe`` with its drafts drawn from the probe's draft rows."""
+    def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None, calls: int = 1,
+             probe: int = 0) -> VerifierDraw:
+        """One row of probe ``probe`` with its drafts drawn from the probe's draft rows (one call)."""
+        if calls != 1:
+            raise ValueError(f"the screen draws one call at a time; got calls={calls}.")
         cast = law_rows if law_rows is not None else (lambda r: r)
         target = cast(self.fixed_target_probs[probe: probe + 1])
         draft = cast(self.fixed_draft_probs[probe: probe + 1])

@@ -309,3 +309,44 @@ def test_draw_rejects_law_tables_that_do_not_cover_its_contexts():
     with pytest.raises(ValueError, match="context keys outside its law tables"):
         scenario.draw(np.random.default_rng(0), pool=scenario.prompts(), tables=LawTables(tables.target[:2],
                                                                                           tables.draft[:2]))
+
+
+@pytest.mark.parametrize("fixed", [False, True], ids=["markov", "fixed-rows"])
+def test_a_draw_of_several_calls_is_calls_side_by_side(fixed):
+    target, draft = markov_pair("low-acceptance", vocab_size=6)
+    scenario = VerifierScenario("calls", target, draft, 3, 8)
+    if fixed:
+        one = _draw(scenario, 0)
+        scenario = VerifierScenario.from_rows("calls-fixed", target_probs=one.target_probs, draft_probs=one.draft_probs)
+    tables = scenario.law_tables()
+    pool = None if fixed else scenario.prompts()
+    draw = scenario.draw(np.random.default_rng(4), pool=pool, rows=5, calls=3, tables=tables)
+    assert draw.draft_token_ids.shape == (15, 3) and draw.target_probs.shape == (15, 4, 6)
+    rows = np.arange(15)[:, None]
+    assert (draw.draft_probs[rows, np.arange(3), draw.draft_token_ids] > 0).all()  # drafts from their own rows
+    if fixed:
+        for c in range(3):
+            np.testing.assert_array_equal(draw.target_probs[5 * c: 5 * c + 5], one.target_probs[:5])
+        np.testing.assert_array_equal(draw.pool_index, np.tile(np.arange(5), 3))
+    else:
+        np.testing.assert_array_equal(tables.target[draw.context_keys], draw.target_probs)
+        window = draw.head(slice(5, 10))
+        assert window.target_probs.base is not None and window.context_keys.shape == (5, 4)
+
+
+def test_small_calls_share_their_draws():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, eq=False)
+    class Counted(VerifierScenario):
+        def draw(self, *args, **kwargs):
+            self.__dict__.setdefault("draws", []).append(kwargs.get("calls", 1))
+            return super().draw(*args, **kwargs)
+
+    target, draft = markov_pair("low-acceptance", vocab_size=6)
+    scenario = Counted("pooled", target, draft, 2, 4)
+    report = check_verifier(numpy_verify, scenarios=[scenario], mode="quick", seed=0,
+                            checks=("contract", "impossible", "first_token", "stop_conditional"))
+    calls = report.scenarios[0].calls
+    assert report.passed and calls > 100
+    assert len(scenario.draws) <= calls // 16 and max(scenario.draws) == 64

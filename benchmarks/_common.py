@@ -85,22 +85,34 @@ def interleaved_best(fns: dict, repeats: int, sync=None) -> dict:
 
 
 _CHILD_PRELUDE = """
-import json, resource, sys, time
+import json, time
 _state = {}
+def _status(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
 def mark():
-    _state["before"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    _state["before"] = _status("VmRSS")
+    try:  # reset the high-water mark to the current resident set (Linux >= 4.0)
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
     _state["start"] = time.perf_counter()
 def done(**fields):
     fields.update(elapsed=time.perf_counter() - _state["start"], before_bytes=_state["before"],
-                  peak_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+                  peak_bytes=_status("VmHWM"))
     print("RESULT " + json.dumps(fields))
 """
 
 
 def peak_rss_in_child(script: str) -> dict:
     """Run ``script`` in a fresh interpreter and return what it reports with ``done(**fields)``,
-    plus ``before_bytes`` (peak resident set when it calls ``mark()``), ``peak_bytes`` (at
-    ``done``) and ``elapsed`` seconds between the two. Linux reports ``ru_maxrss`` in KiB."""
+    plus ``before_bytes`` (resident set when it calls ``mark()``), ``peak_bytes`` (the resident
+    high-water mark from then to ``done``, VmHWM after a reset through /proc/self/clear_refs) and
+    ``elapsed`` seconds. Linux only (``/proc``); ``ru_maxrss`` would not do: Linux carries it over
+    from the parent across fork and exec."""
     proc = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + script], capture_output=True, text=True,
                           check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

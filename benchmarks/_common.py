@@ -97,12 +97,13 @@ def mark():
     try:  # reset the high-water mark to the current resident set (Linux >= 4.0)
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
+        _state["reset"] = True
     except OSError:
-        pass
+        _state["reset"] = False
     _state["start"] = time.perf_counter()
 def done(**fields):
     fields.update(elapsed=time.perf_counter() - _state["start"], before_bytes=_state["before"],
-                  peak_bytes=_status("VmHWM"))
+                  peak_bytes=_status("VmHWM"), reset=_state["reset"])
     print("RESULT " + json.dumps(fields))
 """
 
@@ -110,7 +111,8 @@ def done(**fields):
 def peak_rss_in_child(script: str) -> dict:
     """Run ``script`` in a fresh interpreter and return what it reports with ``done(**fields)``,
     plus ``before_bytes`` (resident set when it calls ``mark()``), ``peak_bytes`` (the resident
-    high-water mark from then to ``done``, VmHWM after a reset through /proc/self/clear_refs) and
+    high-water mark from then to ``done``, VmHWM after a reset through /proc/self/clear_refs;
+    ``reset`` is False when the reset failed and the mark covers the whole process) and
     ``elapsed`` seconds. Linux only (``/proc``); ``ru_maxrss`` would not do: Linux carries it over
     from the parent across fork and exec."""
     proc = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + script], capture_output=True, text=True,

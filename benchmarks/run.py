@@ -270,7 +270,8 @@ def section_oracles(rep, args):
               f"+ 0.4 another), gamma 2, 16 rows per call, quick mode, numpy_verify, in a fresh process: {r['calls']} "
               f"verifier calls, {fmt_int(r['samples'])} law-test rows, verdict {'pass' if r['passed'] else 'FAIL'}, "
               f"**peak resident memory {fmt_bytes(r['peak_bytes'])}, {fmt_bytes(r['peak_bytes'] - r['before_bytes'])} "
-              f"above the {fmt_bytes(r['before_bytes'])} resident before the check (interpreter, imports, models)**, "
+              f"above the {fmt_bytes(r['before_bytes'])} resident before the check (interpreter, imports, models)**"
+              f"{'' if r['reset'] else ' (the high-water mark could not be reset: it includes the imports)'}, "
               f"{fmt_s(r['elapsed'])} "
               f"(one call's inputs: {fmt_bytes(16 * 5 * vocab * 8)} of float64 rows)."]
     rep.section(lines)

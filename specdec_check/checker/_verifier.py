@@ -53,22 +53,29 @@ class _CallPool:
     distributed as a call of its own (:meth:`VerifierScenario.draw` with ``calls``).
     """
 
-    def __init__(self, run: "_ScenarioRun", rows=None, *, limit: int = _POOL_CALLS):
+    def __init__(self, run: "_ScenarioRun", rows=None, *, windows: int):
         s = run.scenario
         self.run, self.rows = run, rows
         self.width = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
         cells = self.width * (2 * s.gamma + 1) * s.vocab_size
-        self.calls = int(max(1, min(limit, _POOL_CALLS, _POOL_CELLS // cells)))
-        self.draw, self.at = None, 0
+        self.most = int(max(1, min(_POOL_CALLS, _POOL_CELLS // cells)))
+        self.remaining = max(1, int(windows))  # windows the caller may still ask for (no more are drawn)
+        self.draw, self.left = None, 0
 
     def next(self):
         """The next call's inputs."""
-        if self.draw is None or self.at >= self.calls:
-            self.draw, self.at = self.run.draw(rows=self.rows, calls=self.calls), 0
-        self.at += 1
-        if self.calls == 1:
-            return self.draw
-        return self.draw.head(slice((self.at - 1) * self.width, self.at * self.width))
+        if not self.left:
+            calls = max(1, min(self.most, self.remaining))
+            self.draw, self.left, self.at = self.run.draw(rows=self.rows, calls=calls), calls, 0
+            self.remaining -= calls
+        self.left -= 1
+        draw, start = self.draw, self.at
+        self.at += self.width
+        if not self.left:  # the pool is used up: only the caller's windows keep it alive now
+            self.draw = None
+        if start == 0 and not self.left:
+            return draw
+        return draw.head(slice(start, start + self.width))
 
 
 def _snapshot(kwargs):
@@ -148,7 +155,8 @@ class _ScenarioRun(ScenarioRunBase):
         return self.backend.law_rows if self.backend.casts_rows else None
 
     def draw(self, rows=None, calls=1):
-        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, calls=calls)
+        more = {"calls": calls} if calls > 1 else {}  # scenarios that draw one call at a time need not know
+        return self.scenario.draw(self.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, **more)
 
     def call(self, draw, seed, check="contract"):
         """Run the verifier on ``draw``; its output on the host, or None after a finding that stops the scenario."""
@@ -261,7 +269,7 @@ class _ScenarioRun(ScenarioRunBase):
             self.non_finite_probe()
         reuse = reuse_count(cells_per_call)
         conditional = "stop_conditional" in tallies or "step_law" in tallies
-        block, inputs = None, _CallPool(self, limit=calls)
+        block, inputs = None, _CallPool(self, windows=-(-calls // reuse))
         for _ in range(calls):
             if block is None or block.uses >= reuse:
                 block = VerifierBlock(inputs.next(), conditional=conditional, tables=self.tables)
@@ -476,7 +484,7 @@ class _ScenarioRun(ScenarioRunBase):
         width = min(s.rows_per_call, _RANDOMNESS_ROWS)
         half = width // 2
         windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
-        inputs = _CallPool(self, _RANDOMNESS_ROWS, limit=windows)
+        inputs = _CallPool(self, _RANDOMNESS_ROWS, windows=windows)
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
                 break

@@ -44,7 +44,7 @@ class CausalModel(ABC):
 
         A checker then keeps one law row per key instead of one per context: a table of
         ``num_law_keys`` rows stands for every context (Markov: the context itself; hashed:
-        the prototype).
+        the prototype). A subclass that changes :meth:`probs_at` must change this too.
         """
         return None
 

@@ -27,7 +27,8 @@ class MixtureModel(CausalModel):
         self.first, self.second, self.weight = first, second, weight
         self.vocab_size = first.vocab_size
         self.order = max(first.order, second.order)
-        if first.num_law_keys is not None and second.num_law_keys is not None:
+        if first.num_law_keys is not None and second.num_law_keys is not None \
+                and first.num_law_keys * second.num_law_keys < 2**62:  # keys stay int64
             self.num_law_keys = first.num_law_keys * second.num_law_keys
 
     def probs_at(self, contexts):

@@ -151,15 +151,18 @@ class VerifierScenario:
             return None
         order, base = self.context_order, self.vocab_size + 1
         count = base**order
-        if count > MAX_CONTEXTS:
+        keyed = self.target.num_law_keys is not None and self.draft.num_law_keys is not None
+        if count > MAX_CONTEXTS or (not keyed and count * self.vocab_size > MAX_TABLE_CELLS):
             return None
         contexts = np.stack(np.unravel_index(np.arange(count), (base,) * order), axis=1) if order else \
             np.zeros((1, 0), dtype=np.int64)
         target_keys, draft_keys = self.target.law_keys(contexts), self.draft.law_keys(contexts)
         if target_keys is None or draft_keys is None:
             joint = np.arange(count)
-        else:
-            joint = target_keys * self.draft.num_law_keys + draft_keys
+        else:  # dense ranks first: a product of raw key counts may not fit in int64
+            target_rank = np.unique(np.asarray(target_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
+            draft_rank = np.unique(np.asarray(draft_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
+            joint = target_rank.astype(np.int64) * (int(draft_rank.max()) + 1) + draft_rank
         distinct, first, row = np.unique(joint, return_index=True, return_inverse=True)
         if distinct.size * self.vocab_size > MAX_TABLE_CELLS:
             return None

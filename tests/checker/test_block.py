@@ -16,6 +16,7 @@ from specdec_check.checker._block import MAX_REUSE, REUSE_CELLS, VerifierBlock, 
 from specdec_check.checker._outputs import check_output
 from specdec_check.exact import path_step_law
 from specdec_check.samplers import numpy_verify
+from specdec_check.models import mix
 from specdec_check.scenarios import (SCREEN_PROBES, VerifierScenario, VerifierScreen, default_verifier_battery,
                                      markov_pair, screen_rows)
 
@@ -350,3 +351,33 @@ def test_small_calls_share_their_draws():
     calls = report.scenarios[0].calls
     assert report.passed and calls > 100
     assert len(scenario.draws) <= calls // 16 and max(scenario.draws) == 64
+    assert sum(scenario.draws) == calls  # pools stop at the planned calls: no window drawn in vain
+
+
+def test_law_tables_rank_keys_whose_product_would_overflow():
+    from specdec_check.models import CausalModel, MarkovModel
+
+    class BigKeys(CausalModel):  # a model whose keys are huge numbers (a 64-bit hash, say)
+        num_law_keys = 2**50
+
+        def __init__(self, model, shift):
+            self.model, self.shift = model, shift
+            self.vocab_size, self.order = model.vocab_size, model.order
+
+        def probs_at(self, contexts):
+            return self.model.probs_at(contexts)
+
+        def law_keys(self, contexts):
+            return self.model.law_keys(contexts) * 2**self.shift + 12345
+
+    rng = np.random.default_rng(0)
+    tables = [rng.random((7, 6)) for _ in range(2)]
+    target, draft = (BigKeys(MarkovModel(t / t.sum(axis=1, keepdims=True)), shift) for t, shift in zip(tables, (40, 44)))
+    scenario = VerifierScenario("big-keys", target, draft, 2, 8)
+    law = scenario.law_tables()
+    assert scenario.table_rows == 7
+    contexts = np.arange(7)[:, None]
+    row = scenario._law_index[0]
+    np.testing.assert_array_equal(law.target[row], target.probs_at(contexts))
+    np.testing.assert_array_equal(law.draft[row], draft.probs_at(contexts))
+    assert mix(target, draft, 0.5).num_law_keys is None  # 2^100 keys would not fit in int64

@@ -20,9 +20,10 @@ import sys
 import numpy as np
 
 from ..exact._enumerate import _count_law
+from ..samplers._numpy_generate import exclusive_cumsum
 from ..scenarios import LawTables, VerifierDraw
 
-__all__ = ["StepOutcome", "VerifierBlock", "exclusive_cumsum", "pit_from_bounds", "reuse_count"]
+__all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
 
 #: Largest number of calls one block of inputs serves.
 MAX_REUSE = 16
@@ -105,15 +106,6 @@ class StepOutcome:
 def _expected(rows, weights, below):
     """Expected outcome counts ``sum_i weights[i] * law[rows[i]]`` from exclusive cumulative rows."""
     return np.diff(np.bincount(rows, weights=weights, minlength=below.shape[0]) @ below)
-
-
-def exclusive_cumsum(rows: np.ndarray) -> np.ndarray:
-    """``below[..., y] = sum_{t<y} rows[..., t]`` with the row total in the last of ``V + 1`` columns,
-    so that ``F(y-1)`` and ``F(V-1)`` of a sample are single gathers."""
-    below = np.empty(rows.shape[:-1] + (rows.shape[-1] + 1,))
-    below[..., 0] = 0.0
-    np.cumsum(rows, axis=-1, out=below[..., 1:])
-    return below
 
 
 class VerifierBlock:

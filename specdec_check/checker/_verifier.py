@@ -60,7 +60,7 @@ class _CallPool:
         cells = self.width * (2 * s.gamma + 1) * s.vocab_size
         self.most = int(max(1, min(_POOL_CALLS, _POOL_CELLS // cells)))
         self.remaining = max(1, int(windows))  # windows the caller may still ask for (no more are drawn)
-        self.draw, self.left = None, 0
+        self.draw, self.left, self.at = None, 0, 0
 
     def next(self):
         """The next call's inputs."""

@@ -32,6 +32,15 @@ def _last_positive(rows: np.ndarray) -> np.ndarray:
     return rows.shape[1] - 1 - (rows[:, ::-1] > 0).argmax(axis=1)
 
 
+def exclusive_cumsum(rows: np.ndarray) -> np.ndarray:
+    """``below[..., y] = sum_{t<y} rows[..., t]`` with the row total in the last of ``V + 1`` columns,
+    so that ``F(y-1)`` and ``F(V-1)`` of a sample are single gathers."""
+    below = np.empty(rows.shape[:-1] + (rows.shape[-1] + 1,))
+    below[..., 0] = 0.0
+    np.cumsum(rows, axis=-1, out=below[..., 1:])
+    return below
+
+
 def search_table(below: np.ndarray) -> np.ndarray:
     """The search form of exclusive cumulative rows ``below`` [K, V+1] (``below[:, 0] = 0``, the
     total last) for :func:`categorical_from_table`: padded with +inf to a power-of-two width."""

@@ -12,7 +12,7 @@ from ..exact import num_step_outcomes
 from ..models import CausalModel
 from ..models._contexts import last_context_indices
 from ..samplers import categorical
-from ..samplers._numpy_generate import categorical_from_table, search_table
+from ..samplers._numpy_generate import categorical_from_table, exclusive_cumsum, search_table
 from ._memory import populated_empty
 
 __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
@@ -57,10 +57,9 @@ class LawTables:
 
     def __init__(self, target: np.ndarray, draft: np.ndarray):
         self.target, self.draft = target, draft
-        self.rows, vocab = target.shape
+        self.rows = target.shape[0]
         residual = np.maximum(target - draft, 0.0)
-        below = np.zeros((3 * self.rows, vocab + 1))
-        np.cumsum(np.concatenate([residual, target, draft]), axis=1, out=below[:, 1:])
+        below = exclusive_cumsum(np.concatenate([residual, target, draft]))
         self.final_below = below[: 2 * self.rows]
         self.target_below = below[self.rows: 2 * self.rows]
         self.draft_below = below[2 * self.rows:]

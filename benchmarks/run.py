@@ -45,7 +45,7 @@ from _naive import inverse_cdf_all_rows, naive_verify  # noqa: E402
 
 from specdec_check import exact  # noqa: E402
 from specdec_check.checker import check_generator, check_verifier  # noqa: E402
-from specdec_check.checker._modes import Mode  # noqa: E402
+from specdec_check.checker import Mode  # noqa: E402
 from specdec_check.models import HashedMarkovModel, mix  # noqa: E402
 from specdec_check.samplers import numpy_generate, numpy_verify  # noqa: E402
 from specdec_check.scenarios import markov_pair  # noqa: E402

@@ -3,15 +3,16 @@
 Plug in a verifier (one step's accept/reject kernel) or a whole decode loop, and
 check that it reproduces the target model's law exactly (Leviathan et al. 2023;
 Chen et al. 2023). Notation: ``target_*`` is p, ``draft_*`` is q.
-"""
 
-from . import exact, samplers, scenarios
-from .models import CausalModel, ConstantModel, HashedMarkovModel, MarkovModel, MixtureModel, mix
+Every name is loaded on first use (PEP 562): ``import specdec_check`` costs nothing, so the
+pytest plugin and the command line start without numpy until a check actually runs.
+"""
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CausalModel",
+    "CheckOptions",
     "CheckReport",
     "ConstantModel",
     "Finding",
@@ -24,16 +25,35 @@ __all__ = [
     "mix",
     "samplers",
     "scenarios",
+    "stats",
 ]
 
-
-_LAZY = {"CheckReport", "Finding", "check_generator", "check_verifier"}
+#: name -> the submodule that defines it.
+_LAZY = {
+    "CausalModel": "models",
+    "ConstantModel": "models",
+    "HashedMarkovModel": "models",
+    "MarkovModel": "models",
+    "MixtureModel": "models",
+    "mix": "models",
+    "CheckOptions": "checker",
+    "CheckReport": "checker",
+    "Finding": "checker",
+    "check_generator": "checker",
+    "check_verifier": "checker",
+}
+_SUBMODULES = {"exact", "samplers", "scenarios", "stats"}
 
 
 def __getattr__(name):
-    # The checker pulls in scipy.stats; load it on first use so the CLI and the pytest plugin start fast.
-    if name in _LAZY:
-        from . import checker
+    import importlib
 
-        return getattr(checker, name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

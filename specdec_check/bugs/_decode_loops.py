@@ -11,7 +11,7 @@ import numpy as np
 
 from ..models import last_token_probs
 from ..samplers import categorical, numpy_verify
-from ..samplers._numpy_generate import check_generate_args
+from ..samplers import check_generate_args
 
 __all__ = [
     "bonus_dropped_from_context",

@@ -1,8 +1,19 @@
-"""The checker: run a sampler on a scenario battery and report what was proven."""
+"""The checker: run a sampler on a scenario battery and report what was proven.
 
+Layout (one concern per module): ``_kinds`` (sampler kinds as data), ``_options`` (options
+validated once), ``_session`` (one run: plan, alpha ledger, scenarios, report), ``_caller``
+(the call protocol), ``_contract`` (the output contract and impossible events), ``_block``
+(a call's exact laws), ``_tally`` (streaming law tests), ``checks/`` (one check per module),
+``_verdict`` (records to findings), ``_repro`` (repro lines), ``_report`` (the result objects),
+``_backend``/``_backends``/``_torch_backend`` (where the sampler runs), ``_verifier`` and
+``_generator`` (the two kinds and their public entry points).
+"""
+
+from .._settings import MODES, Mode
+from ._backend import Backend, NumpyBackend
+from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
-from ._backend import Backend, NumpyBackend, make_backend
-from ._modes import MODES, Mode
+from ._options import CheckOptions, check_options
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
 from ._verifier import VERIFIER_CHECKS, check_verifier
 
@@ -12,6 +23,7 @@ __all__ = [
     "REPORT_VERSION",
     "VERIFIER_CHECKS",
     "Backend",
+    "CheckOptions",
     "CheckReport",
     "Finding",
     "Mode",
@@ -19,6 +31,7 @@ __all__ = [
     "ScenarioSummary",
     "TestRecord",
     "check_generator",
+    "check_options",
     "check_verifier",
     "make_backend",
 ]

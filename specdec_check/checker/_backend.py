@@ -1,50 +1,92 @@
-"""Where a sampler runs: the numpy backend and the factory for the torch one."""
+"""Where a sampler runs: the backend protocol and the numpy backend.
+
+A backend hands the sampler its inputs (in the sampler's array world), gives it a generator,
+and brings its outputs back. Backends that declare ``counts_on_device`` also let the checker
+parse, transform and count outputs where the sampler left them (:meth:`Backend.on_device` and
+the methods after it); only counts then cross to the host. :func:`make_backend` in
+:mod:`._backends` builds one by name.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Backend", "NumpyBackend", "make_backend"]
-
-BACKENDS = ("numpy", "torch")
+__all__ = ["Backend", "NumpyBackend"]
 
 
 class Backend:
     """Interface between the checker (float64 numpy laws) and the sampler's array world."""
 
     name: str = "abstract"
-    read_only_inputs = False  # True when writes into the inputs raise (no snapshot needed)
     device: str | None = None
     dtype: str = "float64"
     #: Relative/absolute slack of impossible-event checks for this dtype.
     tolerance: float = 0.0
+    #: Whether writes into the inputs raise (numpy read-only views): no snapshot is needed to see them.
+    read_only_inputs: bool = False
     #: Whether :meth:`law_rows` changes rows (a cast); when False scenarios skip it.
     casts_rows: bool = True
-    #: Whether outputs are parsed, transformed and counted where the sampler left them
-    #: (:meth:`parse_on_device`, :meth:`to_device`, :meth:`uniforms`); only counts travel.
+    #: Whether outputs are parsed, PIT-transformed and counted where the sampler left them.
     counts_on_device: bool = False
 
+    # -- what every backend provides ---------------------------------------------------------------
     def generator(self, seed: int):
+        """A fresh generator for the sampler, seeded with ``seed``."""
         raise NotImplementedError
 
     def law_rows(self, rows: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def verifier_inputs(self, draft_token_ids, draft_probs, target_probs) -> dict:
-        raise NotImplementedError
-
-    def to_host(self, output) -> np.ndarray:
-        raise NotImplementedError
-
-    def models(self, target, draft):
-        raise NotImplementedError
-
-    def prompts(self, prompts: np.ndarray):
+        """The float64 law of ``rows`` as the sampler will see them (after any cast)."""
         raise NotImplementedError
 
     def law_model(self, model):
         """The model whose float64 laws are those the sampler sees on this backend (after any cast)."""
         return model
+
+    def verifier_inputs(self, draft_token_ids, draft_probs, target_probs) -> dict:
+        """Keyword arguments of a verifier call, minus ``generator``."""
+        raise NotImplementedError
+
+    def models(self, target, draft):
+        """``(target, draft)`` as the decode loop receives them."""
+        raise NotImplementedError
+
+    def prompts(self, prompts: np.ndarray):
+        """Prompts in the backend's form."""
+        raise NotImplementedError
+
+    def to_host(self, output) -> np.ndarray:
+        """The sampler's output as a numpy array (int64 for integer outputs)."""
+        raise NotImplementedError
+
+    def copy(self, value):
+        """An independent copy of an input or output (the sampler may reuse or rewrite its buffers)."""
+        return np.array(value, copy=True)
+
+    def same(self, a, b) -> bool:
+        """Whether two inputs hold the same values (shape, dtype, NaN equal to NaN)."""
+        return a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+    # -- the device protocol (backends with counts_on_device) --------------------------------------
+    def on_device(self, output) -> bool:
+        """Whether ``output`` can be checked where it is (an integer array on this backend's device)."""
+        return False
+
+    def parse_on_device(self, output, draft_token_ids, vocab_size: int):
+        """The decoded step (:class:`~specdec_check.checker._contract.ParsedStep` of device arrays) of a
+        well-formed ``output``, or None (the host path then names the problem)."""
+        raise NotImplementedError
+
+    def to_device(self, array: np.ndarray):
+        """A numpy law or index array on the device (float64 laws, int64 indices)."""
+        raise NotImplementedError
+
+    def uniforms(self, seed: int):
+        """``draw(n)``: float64 Uniform(0, 1) arrays on the device, from a generator seeded with ``seed``."""
+        raise NotImplementedError
+
+    def encode_on_device(self, output, vocab_size: int):
+        """Integrated step-law codes (:func:`specdec_check.exact.encode_emitted`) of well-formed outputs, on the device."""
+        raise NotImplementedError
 
 
 class NumpyBackend(Backend):
@@ -54,15 +96,14 @@ class NumpyBackend(Backend):
     dtype = "float64"
     tolerance = 0.0  # the sampler sees exactly the float64 rows the laws are computed from
     casts_rows = False
+    #: Inputs are handed over as read-only views: a write raises inside the verifier (no copy needed).
+    read_only_inputs = True
 
     def generator(self, seed: int):
         return np.random.Generator(np.random.PCG64(seed))
 
     def law_rows(self, rows):
         return rows
-
-    #: Inputs are handed over as read-only views: a write raises inside the verifier (no copy needed).
-    read_only_inputs = True
 
     def verifier_inputs(self, draft_token_ids, draft_probs, target_probs):
         # Read-only views cost nothing, and a verifier that writes into its inputs can neither
@@ -83,20 +124,3 @@ class NumpyBackend(Backend):
 
     def prompts(self, prompts):
         return prompts
-
-
-def make_backend(backend: str = "numpy", *, device=None, dtype=None) -> Backend:
-    """Return the backend named ``backend`` ("numpy" or "torch") on ``device`` in ``dtype``."""
-    if backend == "numpy":
-        if device not in (None, "cpu"):
-            raise ValueError(f"the numpy backend runs on the CPU; got device={device!r}. Use backend='torch' for devices.")
-        if dtype not in (None, "float64"):
-            raise ValueError(f"the numpy backend checks float64 samplers; got dtype={dtype!r}. Use backend='torch'.")
-        return NumpyBackend()
-    if backend == "torch":
-        try:
-            from ._torch_backend import TorchBackend
-        except ImportError as exc:  # torch missing
-            raise ValueError(f"backend='torch' needs torch installed (pip install 'specdec-check[torch]'): {exc}") from exc
-        return TorchBackend(device=device or "cpu", dtype=dtype or "float32")
-    raise ValueError(f"unknown backend {backend!r}; choose one of {BACKENDS}.")

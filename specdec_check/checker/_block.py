@@ -15,13 +15,12 @@ sample costs two gathers instead of a pass over its row (Brockwell 2007).
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
-from ..exact._enumerate import _count_law
-from ..samplers._numpy_generate import exclusive_cumsum
+from .._tables import exclusive_cumsum
+from ..exact.kernels import count_law
 from ..scenarios import LawTables, VerifierDraw
+from ._xp import flatnonzero
 
 __all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
 
@@ -51,8 +50,7 @@ def _require_possible(mass, samples):
     Two reductions in the common case (numpy arrays or torch tensors); the index is looked up
     only when a sample is impossible."""
     if mass.shape[0] and not bool(mass.min() > 0):
-        bad = ~(mass > 0)
-        i = int(np.flatnonzero(bad)[0]) if isinstance(bad, np.ndarray) else int(bad.nonzero()[0, 0])
+        i = int(flatnonzero(~(mass > 0))[0])
         raise ValueError(f"support violation: sample {i} is outcome {int(samples[i])}, which has probability 0 "
                          "in its row; the sampler produced an impossible outcome.")
 
@@ -130,7 +128,6 @@ class VerifierBlock:
                  plot_vocab: int = 64):
         self.draw = draw
         self.uses = 0
-        self.xp, self.host = np, self
         ids = draw.draft_token_ids
         batch, gamma = ids.shape
         vocab = draw.target_probs.shape[-1]
@@ -166,7 +163,7 @@ class VerifierBlock:
         else:
             self.target_at = self.draft_at = self.accept = np.zeros((batch, 0))
         self.accept_first = self.accept[:, 0] if gamma else None
-        self.count_law = _count_law(self.accept)
+        self.count_law = count_law(self.accept)
         self.count_below = exclusive_cumsum(self.count_law)
         self.count_total = self.count_below[:, -1].copy()
         self.count_expected = np.ones(batch) @ self.count_law
@@ -248,19 +245,20 @@ class VerifierBlock:
         return ((outcome.count_below + outcome.count_mass * within) / self.count_total).clip(max=_BELOW_ONE)
 
     # -- the device copy -----------------------------------------------------------------------------
-    _DEVICE_FIELDS = ("rows", "stop_base", "count_base", "target_rows", "draft_rows", "target_row", "draft_row",
-                      "target_offset", "draft_offset", "first_below", "first_row", "first_offset", "final_below",
-                      "final_row", "final_offset", "count_law", "count_below", "count_total", "target_at", "draft_at")
+    #: The laws and indices the per-call code reads; a device copy holds these as device tensors.
+    DEVICE_FIELDS = ("rows", "stop_base", "count_base", "target_rows", "draft_rows", "target_row", "draft_row",
+                     "target_offset", "draft_offset", "first_below", "first_row", "first_offset", "final_below",
+                     "final_row", "final_offset", "count_law", "count_below", "count_total", "target_at", "draft_at")
 
     def on_device(self, to_tensor) -> "VerifierBlock":
-        """A copy whose laws are ``to_tensor(array)`` (torch tensors on the sampler's device), so
-        outputs are located, PIT-transformed and counted where they are; host fields stay numpy.
-        Shared law tables are converted once per table (``to_tensor`` may cache by identity)."""
+        """A copy whose :data:`DEVICE_FIELDS` are ``to_tensor(array)`` (torch tensors on the sampler's
+        device), so outputs are located, PIT-transformed and counted where they are; the other fields
+        are shared with this block. ``host`` on the copy is this block (the host block keeps no
+        reference to its copies: no reference cycle holds a block's arrays alive)."""
         copy = object.__new__(type(self))
         copy.__dict__.update(self.__dict__)
-        for name in self._DEVICE_FIELDS:
+        for name in self.DEVICE_FIELDS:
             value = getattr(self, name)
             setattr(copy, name, None if value is None else to_tensor(value))
-        copy.xp = sys.modules["torch"]
         copy.host = self
         return copy

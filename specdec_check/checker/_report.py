@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
+
+from .._json import to_builtin
 
 __all__ = ["CheckReport", "Finding", "ScenarioSummary", "TestRecord", "REPORT_VERSION"]
 
@@ -12,19 +13,6 @@ __all__ = ["CheckReport", "Finding", "ScenarioSummary", "TestRecord", "REPORT_VE
 REPORT_VERSION = 1
 
 FINDING_KINDS = ("failure", "inefficiency", "warning")
-
-
-def _plain(value):
-    """Convert numpy scalars / tuples to JSON-safe builtins (NaN/inf become None)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return _plain(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 @dataclass(frozen=True)
@@ -43,7 +31,7 @@ class Finding:
             raise ValueError(f"Finding.kind must be one of {FINDING_KINDS}; got {self.kind!r}.")
 
     def to_dict(self) -> dict:
-        return _plain(asdict(self))
+        return to_builtin(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class TestRecord:
     details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return _plain(asdict(self))
+        return to_builtin(asdict(self))
 
 
 @dataclass(frozen=True)
@@ -91,7 +79,7 @@ class ScenarioSummary:
     stopped_early: bool = False
 
     def to_dict(self) -> dict:
-        return _plain(asdict(self))
+        return to_builtin(asdict(self))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import stats
 from ._report import TestRecord
+from ._xp import as_int64, bincount
 
 __all__ = ["CountTally", "PitTally"]
 
@@ -55,7 +56,7 @@ class CountTally:
 
     def add_codes(self, codes) -> None:
         """Count outcome codes (a numpy array, or a tensor counted on its device)."""
-        self.add_counts(_bincount(codes, self.probs.size))
+        self.add_counts(bincount(codes, self.probs.size))
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
         self.flush()
@@ -110,14 +111,12 @@ class PitTally(CountTally):
 
         ``u`` and ``categories`` may be device tensors: they are binned and counted there.
         """
-        scaled = u * self.bins
-        index = scaled.astype(np.int64) if isinstance(scaled, np.ndarray) else scaled.long()
-        self.add_counts(_bincount(index.clip(max=self.bins - 1), self.bins))
+        self.add_counts(bincount(as_int64(u * self.bins).clip(max=self.bins - 1), self.bins))
         if categories is not None and expected is not None:
             if self.category_counts is None:
                 self.category_counts = np.zeros(expected.size)
                 self.category_expected = np.zeros(expected.size)
-            self.category_counts += _bincount(categories, expected.size)[: expected.size]
+            self.category_counts += bincount(categories, expected.size)[: expected.size]
             self.category_expected += expected
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
@@ -130,9 +129,3 @@ class PitTally(CountTally):
             rec.details["law"] = "pooled over rows (mixture of the per-row exact laws)"
         return rec
 
-
-def _bincount(values, minlength: int) -> np.ndarray:
-    """``np.bincount`` of a numpy array, or of a tensor where it lives (only the counts reach the host)."""
-    if isinstance(values, np.ndarray):
-        return np.bincount(values, minlength=minlength)
-    return values.long().bincount(minlength=minlength).cpu().numpy()

@@ -16,9 +16,9 @@ import torch
 from ..models._torch import DTYPES, CastLawModel, TorchModel, cast_law_rows, resolve_device, resolve_dtype
 from ..samplers._torch import _same_device
 from ._backend import Backend
-from ._outputs import ParsedStep
+from ._contract import ParsedStep
 
-__all__ = ["TOLERANCES", "TorchBackend", "count_on_device", "encode_on_device", "parse_on_device"]
+__all__ = ["TOLERANCES", "TorchBackend", "encode_on_device", "parse_on_device"]
 
 #: Impossible-event tolerance per dtype. A sampler may compare ``u * q < p`` after each
 #: probability has been rounded to the dtype (and renormalised in it), so ``p`` and ``q``
@@ -101,20 +101,6 @@ class TorchBackend(Backend):
         return torch.from_numpy(np.ascontiguousarray(prompts, dtype=np.int64)).to(self.torch_device)
 
     # ----------------------------------------------------------------------------- outputs
-    def output_problems(self, output) -> list:
-        """Contract problems with a sampler's return value in this backend (empty when fine).
-
-        Flags a non-tensor, a tensor on another device, and a non-integer dtype.
-        """
-        if not isinstance(output, torch.Tensor):
-            return [f"returned {type(output).__module__}.{type(output).__name__}, not a torch.Tensor"]
-        problems = []
-        if not _same_device(output.device, self.torch_device):
-            problems.append(f"returned a tensor on {output.device}, expected {self.device} (the inputs' device)")
-        if output.dtype.is_floating_point or output.dtype.is_complex or output.dtype == torch.bool:
-            problems.append(f"returned dtype {output.dtype}, expected an integer dtype (int64)")
-        return problems
-
     def to_host(self, output) -> np.ndarray:
         """int64 numpy copy of a sampler's output (tensor on any device, or array-like)."""
         if isinstance(output, torch.Tensor):
@@ -126,8 +112,11 @@ class TorchBackend(Backend):
             raise TypeError(f"the sampler returned dtype {arr.dtype}; token ids must be integers.")
         return arr.astype(np.int64)
 
-    @staticmethod
-    def same(a, b) -> bool:
+    def copy(self, value):
+        """An independent copy of a tensor (``clone``) or array."""
+        return value.clone() if isinstance(value, torch.Tensor) else np.array(value, copy=True)
+
+    def same(self, a, b) -> bool:
         """Whether two inputs are identical (shape, values, NaN == NaN); works for bfloat16 and any device."""
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
             if a.shape != b.shape or a.dtype != b.dtype:
@@ -138,17 +127,13 @@ class TorchBackend(Backend):
             return bool(torch.equal(a, b))
         return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
 
-    def count_on_device(self, codes, minlength: int) -> np.ndarray:
-        return count_on_device(codes, minlength)
-
     # ----------------------------------------------------------------------------- device-side checking
     def on_device(self, output) -> bool:
         """Whether ``output`` can be checked where it is: an integer tensor on this backend's device."""
         return (isinstance(output, torch.Tensor) and _same_device(output.device, self.torch_device)
                 and not (output.dtype.is_floating_point or output.dtype.is_complex or output.dtype == torch.bool))
 
-    @staticmethod
-    def encode_on_device(output, vocab_size: int) -> torch.Tensor:
+    def encode_on_device(self, output, vocab_size: int) -> torch.Tensor:
         """Outcome codes of well-formed outputs (:func:`encode_on_device`), on their device."""
         return encode_on_device(output, vocab_size)[0]
 
@@ -161,20 +146,9 @@ class TorchBackend(Backend):
         gen = self.generator(seed)
         return lambda n: torch.rand(int(n), generator=gen, device=self.torch_device, dtype=torch.float64)
 
-    @staticmethod
-    def parse_on_device(output, draft_token_ids, vocab_size: int) -> ParsedStep | None:
+    def parse_on_device(self, output, draft_token_ids, vocab_size: int) -> ParsedStep | None:
         """See :func:`parse_on_device`."""
         return parse_on_device(output, draft_token_ids, vocab_size)
-
-
-def count_on_device(codes, minlength: int) -> np.ndarray:
-    """``np.bincount(codes, minlength)`` computed where ``codes`` live (only the counts cross to the host).
-
-    ``codes``: a non-negative int tensor (any device) or array. Returns int64 numpy [max(minlength, max+1)].
-    """
-    if not isinstance(codes, torch.Tensor):
-        return np.bincount(np.asarray(codes, dtype=np.int64).reshape(-1), minlength=minlength).astype(np.int64)
-    return torch.bincount(codes.reshape(-1).long(), minlength=minlength).cpu().numpy().astype(np.int64)
 
 
 def encode_on_device(tokens: torch.Tensor, vocab_size: int) -> tuple:
@@ -200,7 +174,7 @@ def encode_on_device(tokens: torch.Tensor, vocab_size: int) -> tuple:
 
 
 def parse_on_device(output: torch.Tensor, draft_token_ids: torch.Tensor, vocab_size: int | None = None):
-    """Device-side :func:`~specdec_check.checker._outputs.check_output`: the decoded step as
+    """Device-side :func:`~specdec_check.checker._contract.check_output`: the decoded step as
     tensors (accepted count, final token or -1, emitted count) when ``output`` is well formed
     ([B, gamma+1] ids in ``[0, V)`` then -1 padding, at least one token, nothing after the first
     token that differs from its draft), else None (the host path then names the problem).

@@ -7,6 +7,7 @@ import numpy as np
 from .._validation import as_token_array, check_gamma, check_probability_rows
 from ..models import last_token_probs, vocab_size_of
 from ._outcomes import MAX_OUTCOMES, num_step_outcomes
+from .kernels import acceptance, count_law, residual_rows, step_law_given_acceptance
 
 __all__ = [
     "acceptance_probabilities",
@@ -150,17 +151,7 @@ def acceptance_probabilities(draft_token_ids, draft_probs, target_probs) -> np.n
     A drafted token with draft probability 0 and target probability > 0 is accepted with
     probability 1 (the ratio is +inf); with both 0 the ratio is undefined and this returns 0.
     """
-    return _acceptance(*_check_path(draft_token_ids, draft_probs, target_probs))
-
-
-def _acceptance(ids, draft_probs, target_probs):
-    """:func:`acceptance_probabilities` without input validation (for callers that built the rows)."""
-    gamma = ids.shape[1]
-    p = np.take_along_axis(target_probs[:, :gamma], ids[..., None], axis=2)[..., 0]
-    q = np.take_along_axis(draft_probs, ids[..., None], axis=2)[..., 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.where(p > 0, 1.0, 0.0))
-    return np.minimum(ratio, 1.0)
+    return acceptance(*_check_path(draft_token_ids, draft_probs, target_probs))
 
 
 def residual_probs(draft_probs, target_probs) -> np.ndarray:
@@ -169,10 +160,7 @@ def residual_probs(draft_probs, target_probs) -> np.ndarray:
     Rows where the residual is identically zero (``p_i == q_i``) are all zeros: such a
     position never rejects, so its residual is never drawn.
     """
-    gamma = draft_probs.shape[1]
-    diff = np.maximum(np.asarray(target_probs)[:, :gamma] - np.asarray(draft_probs), 0.0)
-    mass = diff.sum(axis=-1, keepdims=True)
-    return np.divide(diff, mass, out=np.zeros_like(diff), where=mass > 0)
+    return residual_rows(draft_probs, target_probs)
 
 
 def path_step_law(draft_token_ids, draft_probs, target_probs) -> np.ndarray:
@@ -184,17 +172,7 @@ def path_step_law(draft_token_ids, draft_probs, target_probs) -> np.ndarray:
     (Leviathan et al. 2023, Algorithm 1).
     """
     ids, draft_probs, target_probs = _check_path(draft_token_ids, draft_probs, target_probs)
-    return _path_step_law(_acceptance(ids, draft_probs, target_probs), draft_probs, target_probs)
-
-
-def _path_step_law(accept, draft_probs, target_probs):
-    """:func:`path_step_law` from precomputed acceptance probabilities, without validation."""
-    batch, gamma = accept.shape
-    reach = np.concatenate([np.ones((batch, 1)), np.cumprod(accept, axis=1)], axis=1)  # P(K >= k)
-    law = np.empty_like(target_probs)
-    law[:, :gamma] = (reach[:, :gamma] * (1.0 - accept))[..., None] * residual_probs(draft_probs, target_probs)
-    law[:, gamma] = reach[:, gamma, None] * target_probs[:, gamma]
-    return law
+    return step_law_given_acceptance(acceptance(ids, draft_probs, target_probs), draft_probs, target_probs)
 
 
 def path_accepted_count_law(draft_token_ids, draft_probs, target_probs) -> np.ndarray:
@@ -202,16 +180,4 @@ def path_accepted_count_law(draft_token_ids, draft_probs, target_probs) -> np.nd
 
     ``P(K = k) = prod_{i<=k} a_i * (1 - a_{k+1})`` (last factor 1 when k = gamma).
     """
-    return _count_law(acceptance_probabilities(draft_token_ids, draft_probs, target_probs))
-
-
-def _count_law(accept):
-    """:func:`path_accepted_count_law` from precomputed acceptance probabilities."""
-    batch, gamma = accept.shape
-    law = np.empty((batch, gamma + 1))
-    reach = np.ones(batch)  # prod_{i<k} a_i, one column at a time (cheaper than cumprod along a short axis)
-    for k in range(gamma):
-        np.multiply(reach, 1.0 - accept[:, k], out=law[:, k])
-        reach = reach * accept[:, k]
-    law[:, gamma] = reach
-    return law
+    return count_law(acceptance_probabilities(draft_token_ids, draft_probs, target_probs))

@@ -4,10 +4,11 @@
 when torch is installed (imported lazily, so ``import specdec_check`` never loads torch).
 """
 
-from ._numpy_generate import categorical, numpy_generate
+from .._tables import categorical
+from ._numpy_generate import check_generate_args, numpy_generate
 from ._numpy_verify import numpy_verify
 
-__all__ = ["categorical", "numpy_generate", "numpy_verify", "torch_generate", "torch_verify"]
+__all__ = ["categorical", "check_generate_args", "numpy_generate", "numpy_verify", "torch_generate", "torch_verify"]
 
 
 def __getattr__(name):

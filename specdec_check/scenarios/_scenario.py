@@ -11,8 +11,7 @@ from .._validation import as_token_array, check_gamma, check_probability_rows
 from ..exact import num_step_outcomes
 from ..models import CausalModel
 from ..models._contexts import last_context_indices
-from ..samplers import categorical
-from ..samplers._numpy_generate import categorical_from_table, exclusive_cumsum, search_table
+from .._tables import categorical, categorical_from_table, exclusive_cumsum, search_table
 from ._memory import populated_empty
 
 __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
@@ -63,7 +62,7 @@ class LawTables:
         self.final_below = below[: 2 * self.rows]
         self.target_below = below[self.rows: 2 * self.rows]
         self.draft_below = below[2 * self.rows:]
-        #: ``draft_below`` padded for :func:`~specdec_check.samplers._numpy_generate.categorical_from_table`.
+        #: ``draft_below`` padded for :func:`~specdec_check._tables.categorical_from_table`.
         self.draft_search = search_table(self.draft_below)
         #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_below``: collision probabilities.
         self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])

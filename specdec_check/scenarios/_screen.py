@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..samplers import categorical
+from .._tables import categorical
 from ._scenario import VerifierDraw, VerifierScenario
 
 __all__ = ["OVERFLOW_MASS", "OVERFLOW_TOKENS", "SCREEN_GAMMA", "SCREEN_PROBES", "SCREEN_VOCAB", "STRUCTURAL_PROBES", "VerifierScreen", "screen_rows"]

@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
+from .._json import to_builtin
 
 __all__ = ["TestResultMixin", "to_builtin"]
-
-
-def to_builtin(x):
-    """Plain Python builtins for JSON / pytest-xdist (non-finite floats become ``None``)."""
-    if isinstance(x, dict):
-        return {str(k): to_builtin(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [to_builtin(v) for v in x]
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        x = float(x)
-        return x if np.isfinite(x) else None  # strict JSON has no inf/nan
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    return x
 
 
 class TestResultMixin:

@@ -118,7 +118,7 @@ def test_categorical_from_table_gives_the_same_tokens_as_categorical(vocab):
     """Binary search over a law table and inverse CDF over gathered rows agree token for token,
     including rows with zero-mass tokens at both ends and uniforms that round ``u * total`` up."""
     from specdec_check.samplers import categorical
-    from specdec_check.samplers._numpy_generate import categorical_from_table, exclusive_cumsum, search_table
+    from specdec_check._tables import categorical_from_table, exclusive_cumsum, search_table
 
     rng = np.random.default_rng(vocab)
     table = rng.random((40, vocab)) ** 4

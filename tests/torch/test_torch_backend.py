@@ -8,7 +8,8 @@ torch = pytest.importorskip("torch")
 from _torch_helpers import cuda_test  # noqa: E402
 
 from specdec_check import exact  # noqa: E402
-from specdec_check.checker._torch_backend import TOLERANCES, TorchBackend, count_on_device, encode_on_device  # noqa: E402
+from specdec_check.checker._torch_backend import TOLERANCES, TorchBackend, encode_on_device  # noqa: E402
+from specdec_check.checker._xp import bincount  # noqa: E402
 from specdec_check.models import HashedMarkovModel, MarkovModel  # noqa: E402
 from specdec_check.models._torch import TorchModel  # noqa: E402
 from specdec_check.samplers import torch_generate, torch_verify  # noqa: E402
@@ -36,7 +37,7 @@ def test_interface(dtype):
     np.testing.assert_allclose(law, kw["target_probs"].double().numpy() / kw["target_probs"].double().numpy().sum(
         -1, keepdims=True), rtol=1e-15, atol=0)
     out = torch_verify(**kw, generator=g)
-    assert b.output_problems(out) == []
+    assert b.on_device(out)  # an integer tensor on the backend's device: checked where it is
     host = b.to_host(out)
     assert host.dtype == np.int64 and host.shape == (4, 3)
     t, d = b.models(MarkovModel(np.full((10, 9), 1 / 9)), HashedMarkovModel.random(9, seed=0))
@@ -49,10 +50,10 @@ def test_law_rows_float64_is_the_identity_up_to_renormalisation():
     np.testing.assert_allclose(TorchBackend(dtype="float64").law_rows(rows), rows, rtol=1e-15)
 
 
-def test_output_problems_and_to_host():
+def test_on_device_and_to_host():
     b = TorchBackend()
-    assert "not a torch.Tensor" in b.output_problems(np.zeros((2, 2), dtype=np.int64))[0]
-    assert "integer dtype" in b.output_problems(torch.zeros((2, 2)))[0]
+    assert not b.on_device(np.zeros((2, 2), dtype=np.int64))  # not a tensor: the host path checks it
+    assert not b.on_device(torch.zeros((2, 2)))  # a float tensor: the host path names the dtype
     with pytest.raises(TypeError, match="integers"):
         b.to_host(torch.zeros((2, 2)))
     np.testing.assert_array_equal(b.to_host([[1, -1]]), [[1, -1]])
@@ -104,7 +105,7 @@ def test_count_and_encode_on_device():
     assert ok.all()
     np.testing.assert_array_equal(codes.numpy(), exact.encode_emitted(out.numpy(), V))
     total = exact.num_step_outcomes(V, g)
-    np.testing.assert_array_equal(count_on_device(codes, total), np.bincount(codes.numpy(), minlength=total))
+    np.testing.assert_array_equal(bincount(codes, total), np.bincount(codes.numpy(), minlength=total))
     bad = out.clone()
     bad[0] = torch.tensor([-1, 2, -1, -1])
     codes, ok = encode_on_device(bad, V)

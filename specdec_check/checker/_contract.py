@@ -1,10 +1,16 @@
-"""Parsing verifier outputs: the contract and the events that are impossible under the exact rule."""
+"""The one contract oracle for verifier outputs: parsing, the contract, and impossible events.
+
+The checker and the installed pytest suite both judge outputs here, with the same rules and
+the same per-dtype tolerance.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from ._xp import arange_like, maximum
 
 __all__ = ["ParsedStep", "any_impossible", "check_output", "impossible_events", "parse_step"]
 
@@ -109,7 +115,7 @@ def _at_least(a, b, tol):
     """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0); numpy or torch."""
     if not tol:
         return a >= b
-    larger = np.maximum(abs(a), abs(b)) if isinstance(a, np.ndarray) else abs(a).maximum(abs(b))
+    larger = maximum(abs(a), abs(b))
     return a >= b + tol * larger + tol * 1e-3
 
 
@@ -128,21 +134,12 @@ def any_impossible(step: ParsedStep, outcome, block, *, tolerance: float) -> boo
         p_x, q_x = block.target_at.reshape(-1)[at], block.draft_at.reshape(-1)[at]
         bad = (~has_final & (step.accepted < gamma)) | (rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0))
         bad = bad | (rejected & _at_least(outcome.draft, outcome.target, tolerance))
-        positions = _arange_like(block.target_at, gamma)
+        positions = arange_like(block.target_at, gamma)
         bad = bad | ((step.accepted[:, None] > positions) & (block.target_at <= 0)).any(1)
     else:
         bad = step.accepted < 0  # all False
     bad = bad | ((step.accepted == gamma) & has_final & (outcome.target <= 0))
     return bool(bad.any())
-
-
-def _arange_like(array, n):
-    """``arange(n)`` in the namespace and on the device of ``array``."""
-    if isinstance(array, np.ndarray):
-        return np.arange(n)
-    import torch
-
-    return torch.arange(n, device=array.device)
 
 
 def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_probs, *, tolerance: float,

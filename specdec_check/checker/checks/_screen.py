@@ -4,7 +4,9 @@ First the structural part: one-row calls alternating the accept-all and partial 
 for events of probability zero only (no false-alarm budget); a fully accepted row without a
 bonus token is named at once. Then small exact tests, each on identical rows of one probe
 built to make one kind of error loud (see :mod:`specdec_check.scenarios._screen`); each spends
-one share of the run's alpha. The screen stops at its first finding.
+one share of the run's alpha. The screen stops at its first finding. It composes a
+:class:`~specdec_check.checker._caller.VerifierCaller`, the impossible-event check and the
+token counts of the battery's runs.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import time
 
 import numpy as np
 
-from .. import stats
-from ..scenarios import SCREEN_PROBES
-from ..scenarios._screen import OVERFLOW_TOKENS, STRUCTURAL_PROBES
-from ._block import VerifierBlock
-from ._outputs import check_output, parse_step
-from ._report import TestRecord
-from ._verifier import _ScenarioRun
+from ... import stats
+from ...scenarios import SCREEN_PROBES
+from ...scenarios._screen import OVERFLOW_TOKENS, STRUCTURAL_PROBES
+from .._block import VerifierBlock
+from .._caller import VerifierCaller
+from .._contract import check_output, parse_step
+from .._kinds import PlannedTest
+from .._report import TestRecord
+from ._impossible import structural
+from ._randomness import collision_verdict
+from ._steps import StepCounts
 
-__all__ = ["ScreenRun", "screen_plan"]
+__all__ = ["run_screen", "screen_plan"]
 
 #: The screen's exact tests in the order they run: (planned test, check that selects it).
 _TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
@@ -29,99 +35,78 @@ _TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
           ("stop_conditional", "stop_conditional"))
 
 
-def screen_plan(checks) -> list:
-    """The screen's planned statistical tests under the ``checks`` selection (none without "screen")."""
-    return [test for test, check in _TESTS if check in checks] if "screen" in checks else []
+def screen_plan(scenario, selection) -> list:
+    """The screen's planned statistical tests under ``selection`` (none without "screen")."""
+    return [PlannedTest(test, check) for test, check in _TESTS if check in selection] if "screen" in selection else []
 
 
-class ScreenRun(_ScenarioRun):
-    """Everything the checker does for the screen scenario."""
+class _Screen:
+    def __init__(self, run, verify):
+        self.run = run
+        self.caller = VerifierCaller(run, verify)
+        self.counts = StepCounts()
 
-    def execute(self):
-        started = time.perf_counter()
-        s = self.scenario
-        if "screen" in self.checks:
-            self.structural_rows()
-        structural_rows, structural_ok = self.samples, not self.findings
-        steps = {"first_token": self.near_one, "accepted_count": self.all_accepted,
-                 "independence_rows": lambda: self.pairs(within_call=True),
-                 "independence_calls": lambda: self.pairs(within_call=False), "stop_conditional": self.overflow}
-        for test in self.plan:
-            if self.stopped:
-                break
-            steps[test]()
-        self.records.append(TestRecord(
-            s.name, "screen", "structural screen (events of probability zero, one row per call)",
-            structural_ok, 0.0, structural_rows,
-            details={"rows": structural_rows, "row_budget": s.row_budget, "probes": list(SCREEN_PROBES),
-                     "skipped": None if "screen" in self.checks else "check not selected"}))
-        self.summary = self.make_summary(time.perf_counter() - started)
+    def draw(self, probe):
+        return self.run.scenario.draw(self.run.rng, self.caller.law_rows, probe=probe)
 
     def structural_rows(self):
-        s = self.scenario
+        run, s = self.run, self.run.scenario
         for i in range(s.row_budget):
-            draw = s.draw(self.rng, self.law_rows, probe=i % STRUCTURAL_PROBES)
-            out, step = self.call_parsed(draw, self.next_seed())
+            draw = self.draw(i % STRUCTURAL_PROBES)
+            out, step = self.caller.call_parsed(draw, run.next_seed())
             if out is None:
                 return
             if not isinstance(out, np.ndarray):  # one row: checked on the host
-                out = self.backend.to_host(out)
+                out = run.backend.to_host(out)
                 step = check_output(out, draw.draft_token_ids, s.vocab_size)[1]
-            self.samples += 1
+            run.samples += 1
             block = VerifierBlock(draw, conditional=False)
             # These rows hold 0, 1/4, 1/2, 3/4 and 1 only: exact in every dtype, so p = q compares
             # equal and max(0, p - q) is exactly 0 wherever the rule forbids a token. No tolerance.
-            if not self.structural(block, out, step, block.outcome(step.accepted, step.final), tolerance=0.0):
+            if not structural(run, self.counts, block, out, step, block.outcome(step.accepted, step.final),
+                              tolerance=0.0):
                 return
-            self.count_tokens(block, step)
-            if self.bonus_missing:
-                self.fail("efficiency", f"row {self.samples - 1} of the screen accepted all {s.gamma} drafts and "
-                          "emitted no bonus token: lossless, but one token per fully accepted step is thrown away",
-                          {"probe": int(draw.pool_index[0]), "output": out[0].tolist()}, kind="inefficiency")
-                self.stopped = True
+            self.counts.add_tokens(block, step)
+            if self.counts.bonus_missing:
+                run.fail("efficiency", f"row {run.samples - 1} of the screen accepted all {s.gamma} drafts and "
+                         "emitted no bonus token: lossless, but one token per fully accepted step is thrown away",
+                         {"probe": int(draw.pool_index[0]), "output": out[0].tolist()}, kind="inefficiency")
+                run.stopped = True
                 return
-
-    # -- calls -------------------------------------------------------------------------------------
-    def count_tokens(self, block, step):
-        """Accepted and emitted tokens of one call, against the exact expectation (the summary's rates)."""
-        self.accepted_total += float(step.accepted.sum())
-        self.accepted_expected += block.expected_accepted
-        self.emitted_total += int(step.emitted.sum())
 
     def counted_call(self, draw, check):
-        """:meth:`call` on the host, checked for events of probability zero (at the backend's
-        tolerance), with the call's tokens counted; None after a finding."""
-        out = self.call(draw, self.next_seed(), check)
+        """A call on the host, checked for events of probability zero (at the backend's tolerance),
+        with its tokens counted; None after a finding."""
+        run = self.run
+        out = self.caller.call(draw, run.next_seed(), check)
         if out is None:
             return None
-        self.samples += out.shape[0]
+        run.samples += out.shape[0]
         block, step = VerifierBlock(draw, conditional=False), parse_step(out, draw.draft_token_ids)
-        if not self.structural(block, out, step, block.outcome(step.accepted, step.final)):
+        if not structural(run, self.counts, block, out, step, block.outcome(step.accepted, step.final)):
             return None
-        self.count_tokens(block, step)
+        self.counts.add_tokens(block, step)
         return out
 
     def probe_test(self, *, probe, rows, check, method, count, message):
         """One call of ``rows`` identical rows of ``probe``; ``count(draw, out, step)`` gives ``(hits,
         probs)``, a count of outputs and the exact success probability of each trial; an exact
         two-sided Poisson-binomial test of it. A rejection is a failure that stops the screen."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/{check}")
-        draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index(probe))
-        draw = draw.head(np.zeros(rows, dtype=np.int64))
+        run, s = self.run, self.run.scenario
+        alpha = run.spend(check)
+        draw = self.draw(SCREEN_PROBES.index(probe)).head(np.zeros(rows, dtype=np.int64))
         out = self.counted_call(draw, check)
         if out is None:
             return
         hits, probs = count(draw, out, parse_step(out, draw.draft_token_ids))
         res = stats.poisson_binomial_test(hits, probs, alpha=alpha)
         details = {"hits": hits, "trials": int(probs.size), "expected": float(probs.sum()), "pvalue": float(res.pvalue)}
-        self.records.append(TestRecord(s.name, check, f"exact Poisson-binomial ({method}, screen)", not res.rejected,
-                                       alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue),
-                                       details=details))
+        run.record(TestRecord(s.name, check, f"exact Poisson-binomial ({method}, screen)", not res.rejected,
+                              alpha, int(probs.size), statistic=float(hits), pvalue=float(res.pvalue), details=details))
         if res.rejected:
-            self.fail(check, f"{hits} of {probs.size} {message}, {probs.sum():.3g} expected (p = {res.pvalue:.3g})",
-                      details)
-            self.stopped = True
+            run.fail(check, f"{hits} of {probs.size} {message}, {probs.sum():.3g} expected (p = {res.pvalue:.3g})",
+                     details)
+            run.stopped = True
 
     # -- the exact tests ---------------------------------------------------------------------------
     def near_one(self):
@@ -131,7 +116,7 @@ class ScreenRun(_ScenarioRun):
             first = draw.draft_token_ids[:, 0]
             return int((out[:, 0] == first).sum()), draw.target_probs[np.arange(first.size), 0, first]
 
-        self.probe_test(probe="near-one", rows=self.scenario.near_one_rows, check="first_token",
+        self.probe_test(probe="near-one", rows=self.run.scenario.near_one_rows, check="first_token",
                         method="first token equal to a draft of p/q = 0.99", count=count,
                         message="first tokens equalled a draft of target probability 0.99 (draft probability 1): "
                                 "the first token's law is not the target's; a draft with p < q must still be "
@@ -139,13 +124,13 @@ class ScreenRun(_ScenarioRun):
 
     def all_accepted(self):
         """Seven drafts of p/q = 1/2 per row: all are accepted with probability 2^-7 per row."""
-        gamma = self.scenario.gamma
+        gamma = self.run.scenario.gamma
 
         def count(draw, out, step):
             probs = VerifierBlock(draw, conditional=False).count_law[:, gamma]
             return int((step.accepted == gamma).sum()), probs
 
-        self.probe_test(probe="half", rows=self.scenario.half_rows, check="accepted_count",
+        self.probe_test(probe="half", rows=self.run.scenario.half_rows, check="accepted_count",
                         method=f"rows accepting all {gamma} drafts of p/q = 1/2", count=count,
                         message=f"rows accepted all {gamma} drafts of acceptance probability 1/2 each: the "
                                 "acceptance tests of a row's positions are not independent (a uniform reused "
@@ -153,14 +138,14 @@ class ScreenRun(_ScenarioRun):
 
     def overflow(self):
         """Residuals uniform on 8 tokens (mass 0.1): a recovered token is the last of them w.p. 1/8."""
-        gamma = self.scenario.gamma
+        gamma = self.run.scenario.gamma
 
         def count(draw, out, step):
             rejected = np.flatnonzero((step.accepted < gamma) & (step.final >= 0))
             last = draw.draft_token_ids[rejected, step.accepted[rejected]] + OVERFLOW_TOKENS
             return int((step.final[rejected] == last).sum()), np.full(rejected.size, 1.0 / OVERFLOW_TOKENS)
 
-        self.probe_test(probe="overflow", rows=self.scenario.overflow_rows, check="stop_conditional",
+        self.probe_test(probe="overflow", rows=self.run.scenario.overflow_rows, check="stop_conditional",
                         method=f"recovered token on the last of {OVERFLOW_TOKENS} equal residual tokens", count=count,
                         message=f"recovered tokens were the last of {OVERFLOW_TOKENS} equally likely residual tokens: "
                                 "the residual is not sampled from its normalised law (an unnormalised inverse CDF "
@@ -169,11 +154,11 @@ class ScreenRun(_ScenarioRun):
     def pairs(self, *, within_call: bool):
         """Identical spread rows, as two rows of one call or in two calls with fresh generators:
         independent randomness makes them agree with probability 1/1000 per pair."""
-        s = self.scenario
-        alpha = self.ledger.spend(f"{s.name}/independence/{'rows' if within_call else 'calls'}")
+        run, s = self.run, self.run.scenario
+        alpha = run.spend("independence_rows" if within_call else "independence_calls")
         hits, probs = 0, []
         for _ in range(s.pairs):
-            draw = s.draw(self.rng, self.law_rows, probe=SCREEN_PROBES.index("spread"))
+            draw = self.draw(SCREEN_PROBES.index("spread"))
             if within_call:
                 out = self.counted_call(draw.head(np.zeros(2, dtype=np.int64)), "independence")
                 outputs = None if out is None else (out[0], out[1])
@@ -186,6 +171,30 @@ class ScreenRun(_ScenarioRun):
             hits += int(np.array_equal(*outputs))
             probs.append(VerifierBlock(draw, conditional=True).collision_probs()[0])
         label = "identical rows within a call" if within_call else "calls with fresh generators on identical rows"
-        before = len(self.findings)
-        self.collision_verdict("independence", f"{label} (screen)", hits, np.array(probs), alpha)
-        self.stopped = len(self.findings) > before
+        before = len(run.findings)
+        collision_verdict(run, "independence", f"{label} (screen)", hits, np.array(probs), alpha)
+        run.stopped = len(run.findings) > before
+
+
+def run_screen(run, verify):
+    """Run the screen scenario in ``run`` (see the module docstring)."""
+    from .._verdict import verifier_summary
+
+    started = time.perf_counter()
+    screen, s = _Screen(run, verify), run.scenario
+    if run.selected("screen"):
+        screen.structural_rows()
+    structural_rows, structural_ok = run.samples, not run.findings
+    steps = {"first_token": screen.near_one, "accepted_count": screen.all_accepted,
+             "independence_rows": lambda: screen.pairs(within_call=True),
+             "independence_calls": lambda: screen.pairs(within_call=False), "stop_conditional": screen.overflow}
+    for test in run.plan:
+        if run.stopped:
+            break
+        steps[test.name]()
+    run.record(TestRecord(
+        s.name, "screen", "structural screen (events of probability zero, one row per call)",
+        structural_ok, 0.0, structural_rows,
+        details={"rows": structural_rows, "row_budget": s.row_budget, "probes": list(SCREEN_PROBES),
+                 "skipped": None if run.selected("screen") else "check not selected"}))
+    run.summary = verifier_summary(run, screen.counts, time.perf_counter() - started)

@@ -1,0 +1,158 @@
+"""The one table of settings that the API, the command line and the pytest plugin share.
+
+Modes, backends, defaults (alpha, seed), the bundled reference samplers, the sampler kinds'
+names, and the resolution of ``MODULE:CALLABLE`` paths. This module imports nothing but the
+standard library: the pytest plugin reads it in every pytest run of an environment where the
+package is installed, and must stay free there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_ALPHA",
+    "DEFAULT_BACKEND",
+    "DEFAULT_MODE",
+    "DEFAULT_SEED",
+    "KINDS",
+    "MODES",
+    "CallableNotFound",
+    "KindNames",
+    "Mode",
+    "default_sampler",
+    "get_mode",
+    "resolve_callable",
+]
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How hard to look: the TV the law tests are sized to detect with power 0.99, and caps.
+
+    ``max_samples`` caps one law test of one scenario, ``max_calls`` the sampler calls of one
+    scenario, ``max_cells`` the probability cells (rows x positions x V) handed to the sampler
+    per scenario; ``pit_bins`` is the resolution of the randomized-PIT histograms.
+    """
+
+    name: str
+    design_tv: float
+    max_samples: int
+    max_calls: int
+    pit_bins: int
+    max_cells: float
+
+
+#: quick: a smoke check in seconds (TV 0.15 with 16 PIT bins needs ~1-2k samples per test);
+#: default: under a minute on two cores for the whole battery (TV 0.06, 32 bins);
+#: thorough: minutes per scenario (TV 0.02, 64 bins: ~10^5-10^6 samples per test).
+MODES = {
+    "quick": Mode("quick", design_tv=0.15, max_samples=6_000, max_calls=120, pit_bins=16, max_cells=2e7),
+    "default": Mode("default", design_tv=0.06, max_samples=40_000, max_calls=600, pit_bins=32, max_cells=3e8),
+    "thorough": Mode("thorough", design_tv=0.02, max_samples=2_000_000, max_calls=50_000, pit_bins=64,
+                     max_cells=1e10),
+}
+DEFAULT_MODE = "default"
+
+#: Array backends: numpy (float64 on the CPU) and torch (any device and dtype).
+BACKENDS = ("numpy", "torch")
+DEFAULT_BACKEND = "numpy"
+
+#: False-alarm budget of one whole run: the probability that an exact sampler fails anything.
+#: 1e-6 keeps a CI that runs the checker a thousand times a day below one false alarm in three
+#: years, and costs only x1.2-1.4 samples over 1e-3 (statistics.md, section 0, finding 4).
+DEFAULT_ALPHA = 1e-6
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class KindNames:
+    """How one sampler kind is named on each surface: API word, CLI subcommand, plugin setting."""
+
+    kind: str
+    command: str
+    option: str
+    env: str
+    ini: str
+    defaults: tuple  # ((backend, MODULE:CALLABLE), ...): the bundled reference per backend
+
+
+KINDS = {
+    "verifier": KindNames("verifier", "verify", "--specdec-verifier", "SPECDEC_VERIFIER", "specdec_verifier",
+                          (("numpy", "specdec_check.samplers:numpy_verify"),
+                           ("torch", "specdec_check.samplers:torch_verify"))),
+    "generator": KindNames("generator", "generate", "--specdec-generator", "SPECDEC_GENERATOR", "specdec_generator",
+                           (("numpy", "specdec_check.samplers:numpy_generate"),
+                            ("torch", "specdec_check.samplers:torch_generate"))),
+}
+
+
+def get_mode(mode) -> Mode:
+    """The :class:`Mode` named ``mode`` (a Mode passes through); ``ValueError`` naming the choices."""
+    if isinstance(mode, Mode):
+        return mode
+    try:
+        return MODES[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown mode {mode!r}; choose one of {tuple(MODES)}.") from None
+
+
+def default_sampler(kind: str, backend: str = DEFAULT_BACKEND) -> str:
+    """``MODULE:CALLABLE`` of the bundled reference of ``kind`` on ``backend``."""
+    return dict(KINDS[kind].defaults)[backend]
+
+
+class CallableNotFound(ValueError):
+    """A ``MODULE:CALLABLE`` path that does not import, does not exist or is not callable.
+
+    The message says what was wrong and how to fix it; the CLI turns it into a usage error
+    (exit 2) and the pytest plugin into ``pytest.UsageError``.
+    """
+
+
+def resolve_callable(path: str, *, what: str = "sampler", source: str = "", require_callable: bool = True):
+    """Import ``module:attr`` (or ``module.attr``) and return the object.
+
+    The current directory is importable, as it is for ``python -m`` (console scripts and pytest
+    do not add it), so ``mykernels:verify`` works from the folder that holds ``mykernels.py``.
+    Raises :class:`CallableNotFound` with what to change.
+    """
+    import importlib
+    import pkgutil
+
+    where = f" (from {source})" if source else ""
+    hint = f"Give the {what} as MODULE:CALLABLE, e.g. mypkg.kernels:verify."
+    if not isinstance(path, str) or not path.strip():
+        raise CallableNotFound(f"empty {what} path{where}. {hint}")
+    path = path.strip()
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    module_name = path.partition(":")[0]
+    try:
+        obj = pkgutil.resolve_name(path)
+    except ValueError as exc:
+        raise CallableNotFound(f"{what} {path!r}{where} is not a valid path ({exc}). {hint}") from None
+    except ImportError as exc:
+        raise CallableNotFound(
+            f"cannot import {path!r}{where}: {type(exc).__name__}: {' '.join(str(exc).split())}. Check the spelling "
+            f"and that {module_name.split('.')[0]!r} is installed or in the current directory. {hint}") from None
+    except AttributeError as exc:
+        if ":" in path:
+            module, _, attr = path.partition(":")
+            try:
+                names = sorted(n for n in dir(importlib.import_module(module)) if not n.startswith("_"))
+            except Exception:  # noqa: BLE001 - the module imported a moment ago; the list is a courtesy
+                names = []
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            raise CallableNotFound(f"cannot import {path!r}{where}: module {module!r} has no attribute {attr!r}; "
+                                   f"public names there: {shown or '(none)'}.") from None
+        raise CallableNotFound(f"cannot import {path!r}{where}: {exc}. {hint}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever the user's module raises while importing
+        raise CallableNotFound(f"cannot import {path!r}{where}: importing it raised {type(exc).__name__}: "
+                               f"{' '.join(str(exc).split())}") from None
+    if require_callable and not callable(obj):
+        raise CallableNotFound(f"{path!r}{where} is not callable (it is a {type(obj).__name__}). {hint}")
+    return obj

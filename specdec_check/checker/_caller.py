@@ -1,0 +1,243 @@
+"""The call protocol: drawing inputs, calling the sampler, watching its inputs, parsing its outputs.
+
+A caller owns everything between a scenario and one call of the sampler: the scenario's law
+tables and prompt pool, input draws (pooled for small calls), the backend's form of the
+inputs, the sampler's exceptions, writes into its inputs, and the contract of its outputs.
+Checks receive parsed steps and never call the sampler themselves except through a caller.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from ._contract import check_output
+
+__all__ = ["CallPool", "CountingModel", "GeneratorCaller", "VerifierCaller"]
+
+#: Small calls are drawn together, up to this many probability cells per draw (2 MiB of float64:
+#: drawing has a fixed cost per draw, contexts and one pass per position, that dominates calls of
+#: a few rows; a few MiB keeps the pooled draw in cache)...
+POOL_CELLS = 1 << 18
+#: ... and at most this many calls per draw (a scenario of one-row calls draws 64 at once).
+POOL_CALLS = 64
+
+
+class CallPool:
+    """Calls of ``rows`` rows cut from draws of several calls at once (views, no copies).
+
+    Rows are drawn independently, so a window of a larger draw is distributed as a call of its
+    own (:meth:`~specdec_check.scenarios.VerifierScenario.draw` with ``calls``). ``windows`` is
+    the number of calls the caller may still ask for: no more are drawn.
+    """
+
+    def __init__(self, caller: "VerifierCaller", rows=None, *, windows: int):
+        s = caller.scenario
+        self.caller, self.rows = caller, rows
+        self.width = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
+        cells = self.width * (2 * s.gamma + 1) * s.vocab_size
+        self.most = int(max(1, min(POOL_CALLS, POOL_CELLS // cells)))
+        self.remaining = max(1, int(windows))
+        self.draw, self.left, self.at = None, 0, 0
+
+    def next(self):
+        """The next call's inputs."""
+        if not self.left:
+            calls = max(1, min(self.most, self.remaining))
+            self.draw, self.left, self.at = self.caller.draw(rows=self.rows, calls=calls), calls, 0
+            self.remaining -= calls
+        self.left -= 1
+        draw, start = self.draw, self.at
+        self.at += self.width
+        if not self.left:  # the pool is used up: only the caller's windows keep it alive now
+            self.draw = None
+        if start == 0 and not self.left:
+            return draw
+        return draw.head(slice(start, start + self.width))
+
+
+def _traceback(exc) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+
+
+class VerifierCaller:
+    """Calls a verifier on draws of one scenario, for one :class:`ScenarioRun` (``run``).
+
+    A call that raises, writes into its inputs or returns a malformed output becomes a finding
+    and stops the scenario (``run.stopped``); such calls return ``None``.
+    """
+
+    def __init__(self, run, verify):
+        self.run, self.verify = run, verify
+        self.scenario, self.backend = run.scenario, run.backend
+        self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
+        self.tables = self.scenario.law_tables(self.law_rows)
+        self._device_tables = {}  # id(law table) -> its device copy, made once per run
+        self._device_block = (None, None)  # (host block, its device copy): the current block only
+
+    @property
+    def law_rows(self):
+        return self.backend.law_rows if self.backend.casts_rows else None
+
+    # -- inputs --------------------------------------------------------------------------------------
+    def draw(self, rows=None, calls=1):
+        """One draw of inputs (``calls`` calls' worth of rows; scenarios that draw one call at a time need not know)."""
+        more = {"calls": calls} if calls > 1 else {}
+        return self.scenario.draw(self.run.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, **more)
+
+    def pool_of(self, rows=None, *, windows: int) -> CallPool:
+        return CallPool(self, rows, windows=windows)
+
+    # -- calls ---------------------------------------------------------------------------------------
+    def call(self, draw, seed, check="contract"):
+        """Run the verifier on ``draw``; its output on the host, or None after a finding that stops the scenario."""
+        out = self.call_parsed(draw, seed, check)[0]
+        return out if out is None or isinstance(out, np.ndarray) else self.backend.to_host(out)
+
+    def call_parsed(self, draw, seed, check="contract"):
+        """:meth:`call` and the decoded output: ``(out, step)``, or ``(None, None)``.
+
+        An integer output left on a counting backend's device stays there when it is well formed
+        (only then is it parsed there); anything else is brought to the host and checked there.
+        """
+        run, backend = self.run, self.backend
+        kwargs = backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        watch = run.selected("contract") and not backend.read_only_inputs
+        originals = {k: backend.copy(v) for k, v in kwargs.items()} if watch else None
+        run.calls += 1
+        try:
+            out = self.verify(**kwargs, generator=backend.generator(seed))
+        except Exception as exc:  # the verifier's own error becomes a finding
+            tb = _traceback(exc)
+            if backend.read_only_inputs and "read-only" in str(exc):
+                changed = self.modified_inputs(kwargs, seed)
+                run.fail("contract", f"the verifier modified its input(s) {changed} in place ({type(exc).__name__} "
+                         f"on the read-only inputs: {exc})", {"modified": changed, "traceback": tb})
+            else:
+                run.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
+            run.stopped = True
+            return None, None
+        if originals is not None:
+            changed = [k for k in kwargs if not backend.same(kwargs[k], originals[k])]
+            if changed:
+                run.fail("contract", f"the verifier modified its input(s) {changed} in place", {"modified": changed})
+                run.stopped = True
+                return None, None
+        if backend.counts_on_device and backend.on_device(out):
+            step = backend.parse_on_device(out, kwargs["draft_token_ids"], self.scenario.vocab_size)
+            if step is not None:  # well formed: the output stays where the sampler left it
+                return out, step
+        try:
+            out = backend.to_host(out)
+        except Exception as exc:  # noqa: BLE001 - whatever the sampler returned, it is not an integer array
+            run.fail("contract", f"the verifier's output could not be read as an integer array: {exc}")
+            run.stopped = True
+            return None, None
+        # Shape, dtype and range are checked whatever the selection: parsing the output needs them.
+        problem, step = check_output(out, draw.draft_token_ids, self.scenario.vocab_size)
+        if problem is not None:
+            run.fail("contract", problem[0], problem[1])
+            run.stopped = True
+            return None, None
+        return out, step
+
+    def call_raw(self, draw, seed):
+        """One call whose output the caller judges itself (probes of the verifier's robustness):
+        the output on the host, or the exception the verifier raised."""
+        kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+        self.run.calls += 1
+        try:
+            return self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(seed)))
+        except Exception as exc:  # noqa: BLE001 - the probe judges any exception
+            return exc
+
+    def modified_inputs(self, kwargs, seed) -> list:
+        """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
+        copies = {k: np.array(v, copy=True) for k, v in kwargs.items()}
+        try:
+            self.verify(**copies, generator=self.backend.generator(seed))
+        except Exception:  # noqa: BLE001 - only the names of the modified inputs matter here
+            pass
+        return [k for k in kwargs if not np.array_equal(copies[k], kwargs[k], equal_nan=True)] or ["(unknown)"]
+
+    # -- laws where the outputs are -----------------------------------------------------------------
+    def device_block(self, block):
+        """``block``'s laws on the backend's device, made once per block (the scenario's law tables
+        once per run); only the current block's copy is kept."""
+        host, copy = self._device_block
+        if host is block:
+            return copy
+        tables = self.tables
+        shared = {} if tables is None else {id(a): a for a in (tables.target, tables.draft, tables.target_below,
+                                                                tables.final_below)}
+
+        def to_tensor(array):
+            if shared.get(id(array)) is array:
+                if id(array) not in self._device_tables:
+                    self._device_tables[id(array)] = self.backend.to_device(array)
+                return self._device_tables[id(array)]
+            return self.backend.to_device(array)
+
+        copy = block.on_device(to_tensor)
+        self._device_block = (block, copy)
+        return copy
+
+
+class CountingModel:
+    """Wraps a causal model and counts its calls (forward passes)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.calls = 0
+        self.vocab_size = model.vocab_size
+        self.order = getattr(model, "order", None)
+
+    def __call__(self, tokens):
+        self.calls += 1
+        return self.model(tokens)
+
+    def __getattr__(self, name):  # last_probs, probs_at, ... pass through uncounted
+        return getattr(self.model, name)
+
+
+class GeneratorCaller:
+    """Calls a decode loop on prompts of one scenario, for one :class:`ScenarioRun` (``run``)."""
+
+    def __init__(self, run, generate):
+        self.run, self.generate = run, generate
+        self.scenario, self.backend = run.scenario, run.backend
+
+    def run_once(self, prompt_index, check="contract"):
+        """Generate from the prompts ``prompt_index``: ``(output on the host or None, counting target)``."""
+        run, s = self.run, self.scenario
+        prompts = s.prompts[prompt_index]
+        target, draft = self.backend.models(s.target, s.draft)
+        target, draft = CountingModel(target), CountingModel(draft)
+        given = self.backend.prompts(prompts.copy())
+        snapshot = self.backend.copy(given)
+        run.calls += 1
+        try:
+            out = self.generate(target=target, draft=draft, prompts=given, max_new_tokens=s.max_new_tokens,
+                                gamma=s.gamma, generator=self.backend.generator(int(run.rng.integers(2**63 - 1))))
+            out = self.backend.to_host(out)
+        except Exception as exc:
+            run.fail(check, f"the decode loop raised {type(exc).__name__}: {exc}", {"traceback": _traceback(exc)})
+            run.stopped = True
+            return None, target
+        expected_shape = (prompts.shape[0], s.max_new_tokens)
+        problem = None
+        if not isinstance(out, np.ndarray) or out.shape != expected_shape:
+            problem = f"output shape {getattr(out, 'shape', None)} != [B, max_new_tokens] = {expected_shape}"
+        elif not np.issubdtype(out.dtype, np.integer):
+            problem = f"output dtype {out.dtype} is not an integer type"
+        elif ((out < 0) | (out >= s.vocab_size)).any():
+            row, col = (int(i) for i in np.argwhere((out < 0) | (out >= s.vocab_size))[0])
+            problem = f"token {int(out[row, col])} at row {row}, position {col} is not in [0, {s.vocab_size})"
+        elif not self.backend.same(snapshot, given):
+            problem = "the decode loop modified its prompts in place"
+        if problem:  # checked whatever the selection: the law tallies need well-formed output
+            run.fail("contract", problem)
+            run.stopped = True
+            return None, target
+        return out, target

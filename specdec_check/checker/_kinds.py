@@ -1,0 +1,43 @@
+"""Sampler kinds as data: what a kind is called with, on what scenarios, by which checks.
+
+A :class:`SamplerKind` (verifier, generator; later tree and ragged verifiers) carries its call
+keywords, its scenario type, its default battery and the checks that may be selected with
+``checks=``; ``plan`` lists the statistical tests a scenario will run (each spends one share of
+the run's false-alarm budget) and ``run_scenario`` runs one scenario. ``check_verifier`` and
+``check_generator`` are thin wrappers over :func:`specdec_check.checker._session.run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+__all__ = ["PlannedTest", "SamplerKind"]
+
+
+@dataclass(frozen=True)
+class PlannedTest:
+    """A statistical test a check will run on one scenario: ``name`` identifies it within the
+    scenario (and labels its alpha share), ``check`` is the selectable check that owns it."""
+
+    name: str
+    check: str
+
+
+@dataclass(frozen=True)
+class SamplerKind:
+    """One kind of sampler the checker knows.
+
+    ``plan(scenario, selection)`` returns the scenario's :class:`PlannedTest` s under the
+    selected check names; ``run_scenario(run, sampler)`` runs the scenario, filling ``run``
+    (a :class:`~specdec_check.checker._scenario_run.ScenarioRun`).
+    """
+
+    name: str
+    command: str
+    keywords: tuple
+    scenario_type: type
+    default_battery: Callable[[], list]
+    checks: tuple
+    plan: Callable
+    run_scenario: Callable

@@ -1,0 +1,58 @@
+"""The options of a check, validated once for the API, the command line and the pytest plugin."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, Mode, get_mode
+from ._backend import Backend
+from ._backends import make_backend
+
+__all__ = ["CheckOptions", "check_options"]
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    """How one check runs: mode, backend, seed, false-alarm budget, selected checks, progress callback.
+
+    Build it with :func:`check_options`, which validates every field and says how to fix a bad one.
+    """
+
+    mode: Mode
+    backend: Backend
+    seed: int
+    alpha: float
+    checks: tuple
+    progress: Callable | None = None
+
+
+def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, device=None, dtype=None,
+                  seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None) -> CheckOptions:
+    """Validate the options of a check of a sampler kind whose selectable checks are ``known_checks``.
+
+    Raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) naming the option, the value
+    given and what is allowed.
+    """
+    mode = get_mode(mode)
+    try:
+        alpha = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha (the false-alarm budget of the whole run) must be a number in (0, 1); got {alpha!r}.") from None
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha (the false-alarm budget of the whole run) must lie in (0, 1); got {alpha}.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0; got {seed!r}.")
+    if checks is None:
+        checks = tuple(known_checks)
+    else:
+        checks = (checks,) if isinstance(checks, str) else tuple(checks)
+        unknown = [c for c in checks if c not in known_checks]
+        if unknown:
+            raise ValueError(f"unknown check(s) {unknown}; choose from {tuple(known_checks)}.")
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be None or a callable progress(done, total, label).")
+    return CheckOptions(mode=mode, backend=make_backend(backend, device=device, dtype=dtype), seed=int(seed),
+                        alpha=alpha, checks=checks, progress=progress)

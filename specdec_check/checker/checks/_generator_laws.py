@@ -1,0 +1,95 @@
+"""The law tests of a decode loop: the joint law of what it generates, or its marginals and pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...exact import joint, marginals, pair_marginals
+from .._kinds import PlannedTest
+from .._session import planned_samples
+from .._tally import CountTally
+from ._base import Check
+
+__all__ = ["GeneratorLaws", "PAIR_SUPPORT_CAP"]
+
+#: Support size the planner assumes for a decode-loop law test: the joint over V^L outcomes is
+#: pooled on expected counts, so planning for more than 64 cells would only cost samples.
+PAIR_SUPPORT_CAP = 64
+
+
+class GeneratorLaws(Check):
+    """The exact joint law of the generated tokens where enumerable (:func:`exact.joint`), otherwise
+    every per-position and adjacent-pair law (:func:`exact.marginals`, :func:`exact.pair_marginals`),
+    mixed over the scenario's prompts (each row picks one at random)."""
+
+    power = "identity tests sized by samples_for(design TV, min(64, V^2) cells, alpha share), capped by the mode"
+
+    @classmethod
+    def plan(cls, scenario, selection) -> list:
+        tests = []
+        if scenario.enumerable:
+            if "joint" in selection:
+                tests.append(PlannedTest("joint", "joint"))
+        else:
+            if "marginals" in selection:
+                tests += [PlannedTest(f"marginals[{t}]", "marginals") for t in range(scenario.max_new_tokens)]
+            if "pairs" in selection:
+                tests += [PlannedTest(f"pairs[{t}]", "pairs") for t in range(scenario.max_new_tokens - 1)]
+        return tests
+
+    def __init__(self, run):
+        self.run = run
+        self.tallies = {}  # name -> (tally, codes(index, out))
+
+    def calls_planned(self) -> int:
+        s, mode = self.run.scenario, self.run.mode
+        support = min(PAIR_SUPPORT_CAP, max(2, s.vocab_size ** min(s.max_new_tokens, 2)))
+        n_target = min(planned_samples(mode.design_tv, support, self.run.ledger.per_check / 2), mode.max_samples)
+        return int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call))))
+
+    def start(self) -> None:
+        run, s = self.run, self.run.scenario
+        n_prompts, vocab, length = s.prompts.shape[0], s.vocab_size, s.max_new_tokens
+        clean = [p[p >= 0] for p in s.prompts]
+        law_target = run.backend.law_model(s.target)  # the laws the sampler sees (low-precision casts)
+        if "joint" in run.planned:
+            law = np.concatenate([joint(law_target, length, p).reshape(-1) for p in clean]) / n_prompts
+
+            def joint_codes(index, out):
+                code = np.zeros(out.shape[0], dtype=np.int64)
+                for t in range(length):
+                    code = code * vocab + out[:, t]
+                return index * vocab**length + code
+
+            self.tallies["joint"] = (CountTally(s.name, "joint", law, alpha=run.spend("joint")), joint_codes)
+        if any(test.check == "marginals" for test in run.plan):
+            margs = np.stack([marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T, V]
+            for t in range(length):
+                self.tallies[f"marginals[{t}]"] = (
+                    CountTally(s.name, "marginals", margs[:, t].reshape(-1), alpha=run.spend(f"marginals[{t}]")),
+                    lambda index, out, t=t: index * vocab + out[:, t])
+        if any(test.check == "pairs" for test in run.plan):
+            pairs = np.stack([pair_marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T-1, V, V]
+            for t in range(length - 1):
+                self.tallies[f"pairs[{t}]"] = (
+                    CountTally(s.name, "pairs", pairs[:, t].reshape(-1), alpha=run.spend(f"pairs[{t}]")),
+                    lambda index, out, t=t: (index * vocab + out[:, t]) * vocab + out[:, t + 1])
+
+    def add(self, index, out) -> None:
+        for tally, codes in self.tallies.values():
+            tally.add_codes(codes(index, out))
+
+    @property
+    def rejected_early(self) -> bool:
+        return any(tally.rejected_early for tally, _ in self.tallies.values())
+
+    def finish(self) -> None:
+        run = self.run
+        for name, (tally, _) in self.tallies.items():
+            rec = tally.record(extra_details={"position": name})
+            run.record(rec)
+            if not rec.passed:
+                run.fail(rec.check, f"the generated {name} law differs from the target's exact law: p = {rec.pvalue:.3g}"
+                         + (f", e-value {rec.evalue:.3g}" if rec.evalue is not None else "")
+                         + f", plug-in TV {rec.tv_plugin:.3g} over {rec.n:,} sequences",
+                         {"pvalue": rec.pvalue, "n": rec.n, "worst_cells": rec.details.get("worst_cells", [])})

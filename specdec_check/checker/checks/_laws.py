@@ -1,0 +1,143 @@
+"""The output-law tests of a verifier scenario: each call's outputs against their exact laws.
+
+Per-row laws go through a randomized probability integral transform (Brockwell 2007), so they
+are tested at any vocabulary size; the step law integrated over drafts (Leviathan et al. 2023,
+Theorem 3.5) is counted directly where its outcomes can be enumerated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...exact import encode_emitted, num_step_outcomes, step_law
+from .._kinds import PlannedTest
+from .._session import planned_samples
+from .._tally import CountTally, PitTally
+from ._base import Check
+
+__all__ = ["LawChecks", "PATH_LAW_MAX_VOCAB"]
+
+#: Largest vocabulary for the path-conditional joint (k, y) test: (gamma+1) * V cells per row make
+#: a PIT over (k, y) worthwhile only while the step's law is not dominated by one position's tail.
+PATH_LAW_MAX_VOCAB = 1000
+
+#: The per-row law tests, in the order their tallies are made: (test, what it tests).
+_PIT_TESTS = ("first_token", "stop_conditional", "accepted_count", "step_law")
+#: The test of the step law integrated over drafts (owned by the ``step_law`` check).
+_INTEGRATED = "step_law_integrated"
+
+
+class LawChecks(Check):
+    """First token against target row 0; the final token given the stop position against the
+    residual (or bonus) row; the accepted count; the joint (k, y) given the drafted path; and the
+    step law integrated over drafts and contexts where enumerable.
+
+    Each test spends its alpha share half on a Lindon & Malek (2022) e-process watched as the
+    samples grow (failures stop early) and half on the exact fixed-n identity test at the end.
+    """
+
+    power = ("each PIT test is sized by samples_for(design TV, pit bins, alpha share) and capped by the mode; "
+             "its record states the smallest TV it could detect with power 0.99")
+
+    @classmethod
+    def plan(cls, scenario, selection) -> list:
+        tests = [PlannedTest(name, name) for name in ("first_token", "stop_conditional", "accepted_count")
+                 if name in selection and (scenario.gamma or name == "first_token")]
+        if "step_law" in selection:
+            if scenario.vocab_size <= PATH_LAW_MAX_VOCAB:
+                tests.append(PlannedTest("step_law", "step_law"))
+            if scenario.enumerable:
+                tests.append(PlannedTest(_INTEGRATED, "step_law"))
+        return tests
+
+    def __init__(self, run, caller, counts):
+        self.run, self.caller, self.counts = run, caller, counts
+        self.tallies, self.integrated, self.outcomes = {}, None, 0
+        self.pit_rng = None
+
+    def calls_planned(self) -> int:
+        """Calls of the scenario's loop: enough samples for the design TV, within the mode's caps."""
+        s, mode = self.run.scenario, self.run.mode
+        planned_n = planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2)
+        n_target = min(planned_n, mode.max_samples)
+        return int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call), mode.max_cells // cells_per_call(s))))
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the loop's blocks need the final token's laws (the tests given the stop position)."""
+        return "stop_conditional" in self.tallies or "step_law" in self.tallies
+
+    def start(self) -> None:
+        run, s = self.run, self.run.scenario
+        for name in _PIT_TESTS:
+            if name in run.planned:
+                self.tallies[name] = PitTally(s.name, name, bins=run.mode.pit_bins, alpha=run.spend(name))
+        if _INTEGRATED in run.planned:
+            pool = self.caller.pool
+            law = np.concatenate([step_law(s.target, s.draft, s.gamma, p[p >= 0]) for p in pool]) / len(pool)
+            self.integrated = CountTally(s.name, "step_law", law, alpha=run.spend(_INTEGRATED))
+            self.integrated.method = "integrated step law (context, emitted string)"
+            self.outcomes = num_step_outcomes(s.vocab_size, s.gamma)
+        self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
+
+    @property
+    def rejected_early(self) -> bool:
+        return any(t.rejected_early for t in self.tallies.values()) or (
+            self.integrated is not None and self.integrated.rejected_early)
+
+    def absorb(self, step) -> bool:
+        """Test one call's outputs (the first token's law and the integrated law on fresh drafts only)."""
+        run, s, counts = self.run, self.run.scenario, self.counts
+        block, parsed, outcome, host = step.block, step.parsed, step.outcome, step.host
+        uniforms = self.pit_rng.random if host else run.backend.uniforms(int(self.pit_rng.integers(2**63)))
+        tallies = self.tallies
+        try:
+            if "first_token" in tallies and step.fresh:
+                first = step.out[:, 0] if host else step.out[:, 0].long()
+                tallies["first_token"].add_uniforms(block.pit_first(first, uniforms(first.shape[0])),
+                                                    categories=first, expected=block.first_expected)
+            if "stop_conditional" in tallies:
+                if host and not counts.bonus_missing:  # every row so far has a final token: no subset
+                    has, final = None, parsed.final
+                else:
+                    has = np.flatnonzero(parsed.final >= 0) if host else (parsed.final >= 0).nonzero()[:, 0]
+                    final = parsed.final[has]
+                tallies["stop_conditional"].add_uniforms(block.pit_final(outcome, has, uniforms(final.shape[0])),
+                                                         categories=final, expected=block.final_expected)
+            if "accepted_count" in tallies:
+                tallies["accepted_count"].add_uniforms(block.pit_count(outcome, uniforms(parsed.accepted.shape[0])),
+                                                       categories=parsed.accepted, expected=block.count_expected)
+            if "step_law" in tallies and not counts.bonus_missing:
+                codes = parsed.accepted * s.vocab_size + parsed.final
+                tallies["step_law"].add_uniforms(block.pit_step(outcome, uniforms(codes.shape[0])),
+                                                 categories=codes, expected=block.step_expected)
+        except ValueError as exc:  # a sample on a zero-probability outcome
+            run.fail("impossible", f"an output has probability zero under the exact law: {exc}")
+            run.stopped = True
+            return False
+        if self.integrated is not None and step.fresh and not counts.bonus_missing:
+            draw = block.draw  # the device copy shares the host block's draw
+            if host:
+                self.integrated.add_codes(draw.pool_index * self.outcomes + encode_emitted(step.out, s.vocab_size))
+            else:
+                codes = run.backend.encode_on_device(step.out, s.vocab_size)
+                self.integrated.add_codes(run.backend.to_device(draw.pool_index) * self.outcomes + codes)
+        return True
+
+    def finish(self) -> None:
+        run = self.run
+        if self.counts.bonus_missing and "step_law" in self.tallies:
+            del self.tallies["step_law"]
+            run.note_skipped("step_law", "the verifier omits the bonus token, so (k, y) is undefined for k = gamma")
+        if self.counts.bonus_missing and self.integrated is not None:
+            self.integrated = None
+            run.note_skipped("step_law", "integrated step law skipped: the bonus token is missing")
+        records = [t.record() for t in self.tallies.values()]
+        if self.integrated is not None:
+            records.append(self.integrated.record())
+        run.records += records
+
+
+def cells_per_call(scenario) -> int:
+    """Probability cells one call of ``scenario`` hands over: rows x (gamma draft + gamma + 1 target rows) x V."""
+    return scenario.rows_per_call * (2 * scenario.gamma + 1) * scenario.vocab_size

@@ -1,0 +1,96 @@
+"""One call's outputs located in its block's laws, and the token counts every verifier run keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._contract import any_impossible, check_output
+from ._impossible import structural
+
+__all__ = ["Step", "StepCounts", "locate"]
+
+
+@dataclass
+class Step:
+    """One call's outputs where the checks read them.
+
+    ``block`` is the call's :class:`~specdec_check.checker._block.VerifierBlock` (its device copy
+    when ``host`` is False), ``out`` the output, ``parsed`` its :class:`ParsedStep`, ``outcome``
+    the :class:`StepOutcome` located in the block's laws; ``fresh`` is True for the first call
+    on a block of inputs (only those feed the laws that hold over fresh drafts).
+    """
+
+    block: object
+    out: object
+    parsed: object
+    outcome: object
+    host: bool
+    fresh: bool
+
+
+class StepCounts:
+    """Accepted and emitted tokens of every located call, against the exact expectations.
+
+    ``first_accept_groups`` lists ``[acceptance probabilities of the first drafts of a block, calls
+    that saw them]``; ``bonus_missing`` counts fully accepted rows that emitted no bonus token.
+    """
+
+    def __init__(self):
+        self.accepted_total = 0.0
+        self.accepted_expected = 0.0
+        self.emitted_total = 0
+        self.first_accepted = 0
+        self.first_accept_groups = []
+        self.bonus_missing = 0
+
+    def add_tokens(self, block, parsed) -> None:
+        """A call's accepted and emitted tokens, and the block's expected acceptances."""
+        self.accepted_total += float(parsed.accepted.sum())
+        self.accepted_expected += block.expected_accepted
+        self.emitted_total += int(parsed.emitted.sum())
+
+    def add(self, step: Step) -> None:
+        """:meth:`add_tokens`, and the first-position acceptances (the efficiency test's trials)."""
+        block, parsed = step.block, step.parsed
+        self.add_tokens(block, parsed)
+        if block.gamma:
+            self.first_accepted += int((parsed.accepted > 0).sum())
+            if not self.first_accept_groups or self.first_accept_groups[-1][0] is not block.accept_first:
+                self.first_accept_groups.append([block.accept_first, 0])
+            self.first_accept_groups[-1][1] += 1
+
+    def first_accept_probs(self):
+        """``(probs, repeats)``: acceptance probabilities of every first draft tested, and how many
+        calls saw each (a block of inputs serves several calls)."""
+        if not self.first_accept_groups:
+            return np.zeros(0), np.zeros(0)
+        probs = np.concatenate([g[0] for g in self.first_accept_groups])
+        repeats = np.concatenate([np.full(g[0].size, g[1]) for g in self.first_accept_groups])
+        return probs, repeats
+
+
+def locate(run, caller, counts: StepCounts, block, out, parsed, *, fresh: bool) -> Step | None:
+    """Locate a call's outputs in ``block``'s laws and check them for events of probability zero.
+
+    Outputs a device backend left on its device are located there (:meth:`VerifierCaller.device_block`):
+    the laws go to the device once per block and only counts come back. A flagged event of
+    probability zero brings the output to the host, whose path names the rows. None after a
+    finding that stops the scenario.
+    """
+    backend = run.backend
+    if not isinstance(out, np.ndarray):
+        device = caller.device_block(block)
+        outcome = device.outcome(parsed.accepted, parsed.final)
+        tolerance = backend.tolerance if run.selected("impossible") else float("inf")
+        if any_impossible(parsed, outcome, device, tolerance=tolerance):
+            out = backend.to_host(out)
+            parsed = check_output(out, block.draw.draft_token_ids, run.scenario.vocab_size)[1]
+            return locate(run, caller, counts, block, out, parsed, fresh=fresh)
+        counts.bonus_missing += int((parsed.final < 0).sum())
+        return Step(device, out, parsed, outcome, host=False, fresh=fresh)
+    outcome = block.outcome(parsed.accepted, parsed.final)
+    if not structural(run, counts, block, out, parsed, outcome):
+        return None
+    return Step(block, out, parsed, outcome, host=True, fresh=fresh)

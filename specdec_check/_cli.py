@@ -15,21 +15,16 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["DEFAULT_SAMPLERS", "TqdmProgress", "UsageError", "default_report_dir", "main", "make_progress",
-           "resolve_callable"]
+from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS, MODES, \
+    CallableNotFound, default_sampler
+from ._settings import resolve_callable as _resolve
+
+__all__ = ["TqdmProgress", "UsageError", "default_report_dir", "main", "make_progress", "resolve_callable"]
 
 PROG = "specdec-check"
+#: subcommand -> sampler kind.
+_KIND_OF = {names.command: kind for kind, names in KINDS.items()}
 
-#: The bundled reference samplers checked when no callable is given: (command, backend) -> path.
-DEFAULT_SAMPLERS = {
-    ("verify", "numpy"): "specdec_check.samplers:numpy_verify",
-    ("verify", "torch"): "specdec_check.samplers:torch_verify",
-    ("generate", "numpy"): "specdec_check.samplers:numpy_generate",
-    ("generate", "torch"): "specdec_check.samplers:torch_generate",
-}
-
-MODES = ("quick", "default", "thorough")
-BACKENDS = ("numpy", "torch")
 REPORT_FORMATS = ("json", "md", "html")
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -53,25 +48,17 @@ class _Parser(argparse.ArgumentParser):
 # --------------------------------------------------------------------------- helpers
 
 
-def resolve_callable(path: str):
-    """Import ``module:attr`` (or ``module.attr``) and return the callable; :class:`UsageError` otherwise."""
-    import pkgutil
-
-    if os.getcwd() not in sys.path and "" not in sys.path:  # console scripts do not add the cwd
-        sys.path.insert(0, os.getcwd())
+def resolve_callable(path: str, *, what: str = "object", require_callable: bool = False):
+    """Import ``module:attr`` (or ``module.attr``) and return it; :class:`UsageError` otherwise
+    (:func:`specdec_check._settings.resolve_callable` with the command line's error type)."""
     try:
-        obj = pkgutil.resolve_name(path)
-    except Exception as exc:  # ImportError, AttributeError, ValueError, or whatever the module raises
-        detail = " ".join(str(exc).split())
-        raise UsageError(f"cannot import {path!r}: {type(exc).__name__}: {detail}") from None
-    return obj
+        return _resolve(path, what=what, require_callable=require_callable)
+    except CallableNotFound as exc:
+        raise UsageError(str(exc)) from None
 
 
-def _resolve_sampler(path: str):
-    obj = resolve_callable(path)
-    if not callable(obj):
-        raise UsageError(f"{path!r} is not callable (it is a {type(obj).__name__})")
-    return obj
+def _resolve_sampler(path: str, kind: str):
+    return resolve_callable(path, what=kind, require_callable=True)
 
 
 def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy", root="reports") -> Path:
@@ -176,16 +163,17 @@ def _probability(text):
 
 
 def _add_check_options(sub, command: str):
-    numpy_default, torch_default = DEFAULT_SAMPLERS[(command, "numpy")], DEFAULT_SAMPLERS[(command, "torch")]
+    kind = _KIND_OF[command]
+    numpy_default, torch_default = default_sampler(kind, "numpy"), default_sampler(kind, "torch")
     sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
-                     help=f"the {'verifier' if command == 'verify' else 'decode loop'} to check "
+                     help=f"the {'verifier' if kind == 'verifier' else 'decode loop'} to check "
                           f"(default: {numpy_default}; with --backend torch: {torch_default})")
-    sub.add_argument("--mode", choices=MODES, default="default", help="how hard to look (default: %(default)s)")
-    sub.add_argument("--backend", choices=BACKENDS, default="numpy", help="array backend (default: %(default)s)")
+    sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
+    sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
     sub.add_argument("--device", default=None, help="torch device, e.g. cuda:0 (torch backend)")
     sub.add_argument("--dtype", default=None, help="dtype the sampler sees, e.g. float32 (default: the backend's)")
-    sub.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default: %(default)s)")
-    sub.add_argument("--alpha", type=_probability, default=1e-6,
+    sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
+    sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
                      help="run only these checks (default: all)")
@@ -232,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
                              epilog="Exit status: 0 every bug detected and every control passed, 1 otherwise, "
                                     "2 usage error.")
     mutants.add_argument("names", nargs="*", metavar="NAME", help="catalogue entries to run (default: all)")
-    mutants.add_argument("--mode", choices=MODES, default="default", help="checker mode (default: %(default)s)")
-    mutants.add_argument("--seed", type=_seed, default=0, help="checker seed (default: %(default)s)")
+    mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
+    mutants.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     demo = sub.add_parser("demo", help="the corpus-bigram figures",
@@ -269,7 +257,7 @@ def _scenarios(path, names, command):
 
         found = tuple(bundled.default_verifier_battery() if command == "verify" else bundled.default_generator_battery())
     else:
-        obj = resolve_callable(path)
+        obj = resolve_callable(path, what="scenario list")
         if callable(obj):
             obj = obj()
         try:
@@ -286,8 +274,8 @@ def _scenarios(path, names, command):
 
 
 def _run_check(args) -> int:
-    path = args.callable or DEFAULT_SAMPLERS[(args.command, args.backend)]
-    sampler = _resolve_sampler(path)
+    path = args.callable or default_sampler(_KIND_OF[args.command], args.backend)
+    sampler = _resolve_sampler(path, _KIND_OF[args.command])
     scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
     if args.command == "verify":
         from .checker import check_verifier as check

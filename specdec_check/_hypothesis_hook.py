@@ -1,11 +1,14 @@
-"""Hypothesis' entry point for specdec-check: register the strategies' value types.
+"""Hypothesis' entry point for specdec-check: register the suite's settings profiles.
 
-Hypothesis runs this while ``import hypothesis`` finishes. It must not touch the strategies
-module's attributes: when a user imports ``specdec_check.strategies`` first, that import is
-what pulls in Hypothesis, so the module is still half-initialised here. Importing it is
-enough, because ``specdec_check.strategies`` registers its types at the end of its own import.
+Hypothesis runs this at the end of ``import hypothesis``, so ``specdec-quick``, ``specdec-default``,
+``specdec-ci`` and ``specdec-thorough`` exist wherever Hypothesis does: a user's conftest.py can
+build on them and ``--hypothesis-profile=specdec-ci`` works. It imports nothing but the suite's
+session module (standard library only). The strategies' value types register themselves when
+``specdec_check.strategies`` is imported, which naming those types requires anyway.
 """
 
 
 def setup() -> None:
-    import specdec_check.strategies  # noqa: F401  (registers on import; a no-op if importing already)
+    from specdec_check.suite._session import register_profiles
+
+    register_profiles()

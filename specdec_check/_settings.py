@@ -134,11 +134,11 @@ def resolve_callable(path: str, *, what: str = "sampler", source: str = "", requ
     try:
         obj = pkgutil.resolve_name(path)
     except ValueError as exc:
-        raise CallableNotFound(f"{what} {path!r}{where} is not a valid path ({exc}). {hint}") from None
+        raise CallableNotFound(f"the {what} {path!r}{where} is not a valid path ({exc}). {hint}") from None
     except ImportError as exc:
         raise CallableNotFound(
-            f"cannot import {path!r}{where}: {type(exc).__name__}: {' '.join(str(exc).split())}. Check the spelling "
-            f"and that {module_name.split('.')[0]!r} is installed or in the current directory. {hint}") from None
+            f"cannot import the {what} {path!r}{where}: {type(exc).__name__}: {' '.join(str(exc).split())}. Check the "
+            f"spelling and that {module_name.split('.')[0]!r} is installed or in the current directory. {hint}") from None
     except AttributeError as exc:
         if ":" in path:
             module, _, attr = path.partition(":")
@@ -147,12 +147,13 @@ def resolve_callable(path: str, *, what: str = "sampler", source: str = "", requ
             except Exception:  # noqa: BLE001 - the module imported a moment ago; the list is a courtesy
                 names = []
             shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-            raise CallableNotFound(f"cannot import {path!r}{where}: module {module!r} has no attribute {attr!r}; "
-                                   f"public names there: {shown or '(none)'}.") from None
-        raise CallableNotFound(f"cannot import {path!r}{where}: {exc}. {hint}") from None
+            raise CallableNotFound(f"module {module!r} has no attribute {attr!r} (the {what} {path!r}{where}). "
+                                   f"Public names there: {shown or '(none)'}.") from None
+        raise CallableNotFound(f"cannot resolve the {what} {path!r}{where}: {exc}. {hint}") from None
     except Exception as exc:  # noqa: BLE001 - whatever the user's module raises while importing
-        raise CallableNotFound(f"cannot import {path!r}{where}: importing it raised {type(exc).__name__}: "
+        raise CallableNotFound(f"importing the {what} {path!r}{where} raised {type(exc).__name__}: "
                                f"{' '.join(str(exc).split())}") from None
     if require_callable and not callable(obj):
-        raise CallableNotFound(f"{path!r}{where} is not callable (it is a {type(obj).__name__}). {hint}")
+        raise CallableNotFound(f"the {what} {path!r}{where} is a {type(obj).__name__}, not a callable. "
+                               f"Point at a function (or an object with __call__). {hint}")
     return obj

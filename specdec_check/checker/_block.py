@@ -24,6 +24,8 @@ from ._xp import flatnonzero
 
 __all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
 
+#: Largest vocabulary whose expected outcome counts a block computes (for the report's plots of small laws).
+PLOT_VOCAB = 64
 #: Largest number of calls one block of inputs serves.
 MAX_REUSE = 16
 #: A block is reused once a call hands over at least this many probability cells (float64: 8 MiB).
@@ -125,7 +127,7 @@ class VerifierBlock:
     """
 
     def __init__(self, draw: VerifierDraw, *, conditional: bool, tables: LawTables | None = None,
-                 plot_vocab: int = 64):
+                 plot_vocab: int = PLOT_VOCAB):
         self.draw = draw
         self.uses = 0
         ids = draw.draft_token_ids

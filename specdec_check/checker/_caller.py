@@ -57,8 +57,13 @@ class CallPool:
         return draw.head(slice(start, start + self.width))
 
 
+#: Traceback lines kept in a finding: the sampler's own frames and the exception, without the
+#: checker's frames above them (a report stays readable and the failing line is shown).
+TRACEBACK_LINES = 6
+
+
 def _traceback(exc) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-TRACEBACK_LINES:])
 
 
 class VerifierCaller:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._xp import arange_like, maximum
 
-__all__ = ["ParsedStep", "any_impossible", "check_output", "impossible_events", "parse_step"]
+__all__ = ["ParsedStep", "any_impossible", "check_output", "dropped_final", "impossible_events", "parse_step"]
 
 
 @dataclass(frozen=True)
@@ -111,12 +111,38 @@ def parse_step(out: np.ndarray, draft_token_ids: np.ndarray) -> ParsedStep:
     return ParsedStep(accepted, final, accepted + (final >= 0))
 
 
+def dropped_final(step: ParsedStep, draft_token_ids, out):
+    """``(message, evidence)`` when a row stops before its last draft with no final token, else None.
+
+    Every emitted token then equals a draft: either the recovered token equals the rejected draft
+    (impossible: a draft is rejected only where q(x) > p(x), so the residual is zero there) or the
+    recovered token was dropped (lossy). A fully accepted row without a bonus token is lossless
+    (fewer tokens per step): an inefficiency, judged elsewhere.
+    """
+    gamma = draft_token_ids.shape[1]
+    dropped = (step.final < 0) & (step.accepted < gamma)
+    if not dropped.any():
+        return None
+    b = int(np.flatnonzero(dropped)[0])
+    return ("a row stops before its last draft with every emitted token equal to a draft and no final token: either "
+            "the recovered token equals the rejected draft (impossible: a draft is rejected only where q(x) > p(x), "
+            "so the residual is zero there) or the recovered token was dropped (lossy)",
+            {"row": b, "drafts": draft_token_ids[b].tolist(), "output": out[b].tolist()})
+
+
+#: Absolute part of the impossible-event tolerance, as a fraction of the relative one: probabilities
+#: below ``tol * 1e-3`` are at the dtype's underflow scale, where ``p`` and ``q`` compare arbitrarily.
+ABSOLUTE_TOLERANCE_SCALE = 1e-3
+#: Rows named in an impossible event's evidence (the first one is described; the count says the rest).
+EVIDENCE_ROWS = 10
+
+
 def _at_least(a, b, tol):
     """``a >= b`` up to a relative/absolute tolerance ``tol`` (exact when tol == 0); numpy or torch."""
     if not tol:
         return a >= b
     larger = maximum(abs(a), abs(b))
-    return a >= b + tol * larger + tol * 1e-3
+    return a >= b + tol * larger + tol * ABSOLUTE_TOLERANCE_SCALE
 
 
 def any_impossible(step: ParsedStep, outcome, block, *, tolerance: float) -> bool:
@@ -163,7 +189,7 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
         if mask.any():
             idx = np.flatnonzero(mask)
             b = int(idx[0])
-            evidence = {"rows": idx[:10].tolist(), "count": int(idx.size), "row": b,
+            evidence = {"rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
                         "position": int(position[b]), "token": int(token[b])}
             evidence.update({k: float(v[b]) for k, v in extra.items()})
             events.append((message.format(count=idx.size, row=b), evidence))

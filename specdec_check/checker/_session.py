@@ -16,7 +16,7 @@ from ._scenario_run import ScenarioRun
 __all__ = ["planned_samples", "run"]
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)  # a battery plans a few distinct (TV, support, alpha) triples
 def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
     """:func:`specdec_check.stats.samples_for` for a uniform law, memoised: every scenario of a
     battery plans with the same arguments, and the plan is a pure function of them."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..models._torch import DTYPES, CastLawModel, TorchModel, cast_law_rows, resolve_device, resolve_dtype
-from ..samplers._torch import _same_device
+from .._torch_utils import cast_law_rows, dtype_name, resolve_device, resolve_dtype, same_device
+from ..models import CastLawModel, TorchModel
 from ._backend import Backend
 from ._contract import ParsedStep
 
@@ -33,10 +33,6 @@ __all__ = ["TOLERANCES", "TorchBackend", "encode_on_device", "parse_on_device"]
 TOLERANCES = {"float64": 1e-12, "float32": 1e-6, "float16": 2e-3, "bfloat16": 1e-2}
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return {v: k for k, v in DTYPES.items()}[dtype]
-
-
 class TorchBackend(Backend):
     """Checker backend that runs samplers on ``device`` with probabilities in ``dtype``.
 
@@ -51,7 +47,7 @@ class TorchBackend(Backend):
         self.torch_device = resolve_device(device)
         self.torch_dtype = resolve_dtype(dtype if dtype is not None else "float32")
         self.device = str(self.torch_device)
-        self.dtype = _dtype_name(self.torch_dtype)
+        self.dtype = dtype_name(self.torch_dtype)
         self.tolerance = TOLERANCES[self.dtype]
         # The device path keeps float64 laws there; Apple's MPS has no float64: count on the host.
         self.counts_on_device = self.torch_device.type != "mps"
@@ -130,7 +126,7 @@ class TorchBackend(Backend):
     # ----------------------------------------------------------------------------- device-side checking
     def on_device(self, output) -> bool:
         """Whether ``output`` can be checked where it is: an integer tensor on this backend's device."""
-        return (isinstance(output, torch.Tensor) and _same_device(output.device, self.torch_device)
+        return (isinstance(output, torch.Tensor) and same_device(output.device, self.torch_device)
                 and not (output.dtype.is_floating_point or output.dtype.is_complex or output.dtype == torch.bool))
 
     def encode_on_device(self, output, vocab_size: int) -> torch.Tensor:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import as_token_array
 from ..models import CausalModel
-from ..models._contexts import last_context_indices
+from ..models import last_context_indices
 
 __all__ = ["acceptance_rate", "marginals", "pair_marginals", "stationary_contexts"]
 

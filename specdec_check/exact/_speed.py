@@ -60,7 +60,7 @@ def expected_target_calls(target, draft, gamma, max_new_tokens, prompt=None, *, 
     ``with_variance`` returns ``(mean, variance)`` (the second moment by the same recursion).
     """
     from ._enumerate import _prompt_array, step_law
-    from ..models._contexts import last_context_indices
+    from ..models import last_context_indices
     from ._outcomes import decode_emitted
 
     gamma = check_gamma(gamma)

@@ -76,6 +76,13 @@ class CausalModel(ABC):
 
         return TorchModel(self, device=device, dtype=dtype)
 
+    def torch_node(self, device):
+        """This model's laws as a device-side evaluator (:mod:`._torch_nodes`): the full table of its
+        laws by default; the built-in models give exact ports that need no table."""
+        from ._torch_nodes import generic_table_node
+
+        return generic_table_node(self, device)
+
 
 def _is_torch_tensor(obj) -> bool:
     mod = type(obj).__module__

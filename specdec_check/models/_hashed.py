@@ -65,5 +65,12 @@ class HashedMarkovModel(CausalModel):
         """The prototype row (:meth:`prototype_index`)."""
         return self.prototype_index(contexts)
 
+    def torch_node(self, device):
+        """A bit-exact device port of :meth:`prototype_index` (uint64 arithmetic emulated on int64)."""
+        from ._torch_nodes import HashedNode
+
+        return HashedNode(self.prototypes, order=self.order, salt=self.salt, multipliers=_HASH_MULTIPLIERS,
+                          device=device)
+
     def __repr__(self):
         return f"HashedMarkovModel(V={self.vocab_size}, K={self.num_prototypes}, order={self.order})"

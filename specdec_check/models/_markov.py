@@ -57,6 +57,11 @@ class MarkovModel(CausalModel):
         ctx = np.asarray(contexts)[..., -self.order:]
         return self._cdf[tuple(ctx[..., i] for i in range(self.order))]
 
+    def torch_node(self, device):
+        from ._torch_nodes import TableNode
+
+        return TableNode(self.probs, self.order, device)
+
     def __repr__(self):
         return f"MarkovModel(V={self.vocab_size}, order={self.order})"
 
@@ -81,6 +86,16 @@ class ConstantModel(CausalModel):
 
     def law_keys(self, contexts):
         return np.zeros(np.asarray(contexts).shape[:-1], dtype=np.int64)
+
+    def torch_node(self, device):
+        from ._torch_nodes import TableNode
+
+        return TableNode(self.probs, self.order, device)
+
+    def torch_node(self, device):
+        from ._torch_nodes import TableNode
+
+        return TableNode(self.probs[None], 0, device)
 
     def __repr__(self):
         return f"ConstantModel(V={self.vocab_size})"

@@ -47,6 +47,11 @@ class MixtureModel(CausalModel):
             return None
         return first * self.second.num_law_keys + second
 
+    def torch_node(self, device):
+        from ._torch_nodes import MixNode
+
+        return MixNode(self.first.torch_node(device), self.second.torch_node(device), self.weight, self.order)
+
     def __repr__(self):
         return f"mix({self.first!r}, {self.second!r}, w={self.weight:g})"
 

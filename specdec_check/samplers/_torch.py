@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._torch_utils import same_device
 from .._validation import check_gamma
 
 __all__ = ["sample_rows", "torch_generate", "torch_verify"]
@@ -19,16 +20,6 @@ __all__ = ["sample_rows", "torch_generate", "torch_verify"]
 #: Probability dtypes the torch references accept.
 PROB_DTYPES = (torch.float32, torch.bfloat16, torch.float16, torch.float64)
 _PROB_DTYPE_NAMES = "float32, bfloat16, float16 or float64"
-
-
-def _same_device(a: torch.device, b: torch.device) -> bool:
-    if a.type != b.type:
-        return False
-    if a.type == "cpu":
-        return True
-    ia = a.index if a.index is not None else (torch.cuda.current_device() if a.type == "cuda" else 0)
-    ib = b.index if b.index is not None else (torch.cuda.current_device() if b.type == "cuda" else 0)
-    return ia == ib
 
 
 def check_generator(generator, device: torch.device, *, who: str = "torch_verify") -> torch.Generator:
@@ -39,7 +30,7 @@ def check_generator(generator, device: torch.device, *, who: str = "torch_verify
             f"{who} needs a torch.Generator on the inputs' device as generator; got {kind}. "
             f"Use torch.Generator(device={str(device)!r}).manual_seed(seed) (numpy generators go with numpy_verify)."
         )
-    if not _same_device(generator.device, device):
+    if not same_device(generator.device, device):
         raise ValueError(
             f"{who}: the generator is on {generator.device} but the inputs are on {device}; "
             f"create it with torch.Generator(device={str(device)!r})."
@@ -68,7 +59,7 @@ def _check_verify_inputs(draft_token_ids, draft_probs, target_probs, generator):
         raise TypeError(f"draft_token_ids must be an integer tensor; got {draft_token_ids.dtype}. Cast with .long().")
     device = target_probs.device
     for name, x in (("draft_probs", draft_probs), ("draft_token_ids", draft_token_ids)):
-        if not _same_device(x.device, device):
+        if not same_device(x.device, device):
             raise ValueError(f"{name} is on {x.device} but target_probs is on {device}; put all inputs on one device.")
     if target_probs.dim() != 3 or draft_probs.dim() != 3 or draft_token_ids.dim() != 2:
         raise ValueError(
@@ -173,10 +164,10 @@ def torch_verify(*, draft_token_ids, draft_probs, target_probs, generator) -> to
 
 def _as_torch_model(model, device, name):
     from ..models import CausalModel
-    from ..models._torch import TorchModel
+    from ..models import TorchModel
 
     if isinstance(model, TorchModel):
-        if not _same_device(model.device, device):
+        if not same_device(model.device, device):
             raise ValueError(f"{name} lives on {model.device} but prompts are on {device}; use {name}.to_torch({str(device)!r}).")
         return model
     if isinstance(model, CausalModel):
@@ -187,7 +178,7 @@ def _as_torch_model(model, device, name):
 
 
 def _last_row(model, window: torch.Tensor) -> torch.Tensor:
-    from ..models._torch import TorchModel
+    from ..models import TorchModel
 
     if isinstance(model, TorchModel):
         return model.last_probs(window)
@@ -197,7 +188,7 @@ def _last_row(model, window: torch.Tensor) -> torch.Tensor:
 def torch_generate(*, target, draft, prompts, max_new_tokens, gamma, generator, verify=torch_verify) -> torch.Tensor:
     """Speculative decoding of ``max_new_tokens`` tokens per prompt in torch (mirrors :func:`numpy_generate`).
 
-    ``target`` / ``draft``: :class:`~specdec_check.models._torch.TorchModel` (e.g. ``model.to_torch(device,
+    ``target`` / ``draft``: :class:`~specdec_check.models.TorchModel` (e.g. ``model.to_torch(device,
     dtype)``), a numpy ``CausalModel`` (moved to the prompts' device in float64) or any callable
     ``model(tokens int [B, T] tensor) -> [B, T, V] tensor`` on the prompts' device (``-1`` padding ignored).
     ``prompts`` int tensor [B, P] (``-1`` padding allowed); ``generator`` a ``torch.Generator`` on the

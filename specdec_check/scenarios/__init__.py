@@ -3,13 +3,15 @@
 from ._battery import default_generator_battery, default_verifier_battery, markov_pair
 from ._corpus import CORPUS, corpus_bigram, corpus_vocabulary
 from ._scenario import GeneratorScenario, LawTables, VerifierDraw, VerifierScenario
-from ._screen import SCREEN_PROBES, VerifierScreen, screen_rows
+from ._screen import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES, VerifierScreen, screen_rows
 
 __all__ = [
     "CORPUS",
     "GeneratorScenario",
     "SCREEN_PROBES",
+    "STRUCTURAL_PROBES",
     "LawTables",
+    "OVERFLOW_TOKENS",
     "VerifierDraw",
     "VerifierScenario",
     "VerifierScreen",

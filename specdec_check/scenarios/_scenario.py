@@ -10,7 +10,7 @@ import numpy as np
 from .._validation import as_token_array, check_gamma, check_probability_rows
 from ..exact import num_step_outcomes
 from ..models import CausalModel
-from ..models._contexts import last_context_indices
+from ..models import last_context_indices
 from .._tables import categorical, categorical_from_table, exclusive_cumsum, search_table
 from ._memory import populated_empty
 

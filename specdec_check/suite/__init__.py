@@ -16,9 +16,48 @@ law of the generated tokens and target calls per token.
 Every example draws its inputs and the sampler's seed with Hypothesis, so a
 failure replays and shrinks; statistical examples take their alpha from the
 run's ledger (``--specdec-alpha``, default 1e-6 for the whole run), printed
-after collection. See :mod:`specdec_check.pytest_plugin` for the options.
+after collection. :func:`parametrize_with_checks` runs the same properties in your
+own test modules. Names load on first use: importing this package costs nothing.
 """
 
-from ._properties import GENERATOR_PROPERTIES, VERIFIER_PROPERTIES, Check, GeneratorCase, Property, generator_cases
+__all__ = [
+    "DEFAULT_EXAMPLE_ALPHA",
+    "GENERATOR_PROPERTIES",
+    "PROFILES",
+    "VERIFIER_PROPERTIES",
+    "Check",
+    "GeneratorCase",
+    "Property",
+    "Selection",
+    "SuiteLedger",
+    "SuiteSession",
+    "generator_cases",
+    "parametrize_with_checks",
+]
 
-__all__ = ["GENERATOR_PROPERTIES", "VERIFIER_PROPERTIES", "Check", "GeneratorCase", "Property", "generator_cases"]
+_HOMES = {
+    "parametrize_with_checks": "_api",
+    "DEFAULT_EXAMPLE_ALPHA": "_session",
+    "PROFILES": "_session",
+    "Selection": "_session",
+    "SuiteLedger": "_session",
+    "SuiteSession": "_session",
+    "GENERATOR_PROPERTIES": "_properties",
+    "VERIFIER_PROPERTIES": "_properties",
+    "Check": "_properties",
+    "GeneratorCase": "_properties",
+    "Property": "_properties",
+    "generator_cases": "_properties",
+}
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

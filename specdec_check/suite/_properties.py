@@ -31,6 +31,7 @@ __all__ = [
     "Property",
     "generator_cases",
     "seeds",
+    "suite_params",
 ]
 
 #: Rows per verifier call in statistical properties: the drawn rows are tiled to this many.
@@ -75,23 +76,13 @@ def _backend(options: dict):
     return make_backend(options.get("backend") or "numpy", device=options.get("device"), dtype=options.get("dtype"))
 
 
-def _snapshot(value):
-    return value.clone() if hasattr(value, "clone") else np.array(value, copy=True)
-
-
-def _same(a, b) -> bool:
-    a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b)
-    return a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
-
-
 def _call_verifier(verify, inputs: VerifierInputs, seed: int, options: dict) -> tuple[np.ndarray, list]:
     """Call ``verify`` on the inputs in the backend's form; returns the host output and the inputs it modified."""
     backend = _backend(options)
     kwargs = backend.verifier_inputs(**inputs.kwargs())
-    before = {k: _snapshot(v) for k, v in kwargs.items()}
+    before = {k: backend.copy(v) for k, v in kwargs.items()}
     out = verify(**kwargs, generator=backend.generator(seed))
-    mutated = [k for k in kwargs if not _same(kwargs[k], before[k])]
+    mutated = [k for k in kwargs if not backend.same(kwargs[k], before[k])]
     return np.asarray(backend.to_host(out)), mutated
 
 
@@ -152,44 +143,28 @@ def _statistical(check: str, fail_on=("failure",)):
 
 
 def verifier_contract(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
-    """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched."""
+    """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched.
+
+    Judged by the checker's own contract oracle (:mod:`specdec_check.checker._contract`), at the
+    backend's per-dtype tolerance: the same rules and the same tolerance as ``check_verifier``.
+    """
+    from specdec_check.checker._contract import check_output, dropped_final, impossible_events
+
     out, mutated = _call_verifier(verify, inputs, seed, options)
     repro = _structural_repro(verify, inputs, seed, options)
-    ids, q, p = inputs.draft_token_ids, inputs.draft_probs, inputs.target_probs
-    batch, gamma = ids.shape
     ev = {"inputs": repr(inputs), "seed": seed, "output": out.tolist()}
-    if out.shape != (batch, gamma + 1) or not np.issubdtype(out.dtype, np.integer):
-        _fail(f"output must be int [B, gamma+1] = {(batch, gamma + 1)}; got {out.dtype} {out.shape}", ev, repro)
     if mutated:
         _fail(f"the verifier modified its input(s) {mutated} in place", ev, repro)
+    problem, step = check_output(out, inputs.draft_token_ids, inputs.vocab_size)
+    if problem is not None:
+        _fail(problem[0], {**ev, **problem[1]}, repro)
     backend = _backend(options)
-    p, q = backend.law_rows(p), backend.law_rows(q)
-    tol = backend.tolerance
-    for b in range(batch):
-        row = out[b]
-        k = 0
-        while k < gamma and row[k] == ids[b, k]:
-            k += 1
-        if k < gamma + 1:
-            y = int(row[k])
-            if y == -1 and k > 0:
-                _fail(f"row {b}: the output repeats the first {k} draft(s) and then stops: either the bonus/recovered "
-                      "token is missing, or the token drawn after a rejection equals the rejected draft (impossible: "
-                      "the residual max(0, p - q) is zero at a rejected draft)", ev, repro)
-            if not 0 <= y < inputs.vocab_size:
-                _fail(f"row {b}: after {k} accepted drafts expected a token in [0, {inputs.vocab_size}), got {y}",
-                      ev, repro)
-            law = np.maximum(p[b, k] - q[b, k], 0.0) if k < gamma else p[b, gamma]
-            if not law[y] > tol * max(1.0, float(p[b, k].max())):
-                where = "residual max(0, p - q)" if k < gamma else "bonus law p"
-                _fail(f"row {b}: token {y} after {k} accepted drafts has zero mass under the {where}",
-                      {**ev, "law": law.tolist()}, repro)
-            if (row[k + 1:] != -1).any():
-                _fail(f"row {b}: tokens after the recovered/bonus token must be -1 padding", ev, repro)
-        for i in range(k):
-            if p[b, i, ids[b, i]] <= 0:
-                _fail(f"row {b}: draft {int(ids[b, i])} at position {i} was accepted but has target probability 0",
-                      ev, repro)
+    events = [dropped_final(step, inputs.draft_token_ids, out)] + impossible_events(
+        step, inputs.draft_token_ids, backend.law_rows(inputs.draft_probs), backend.law_rows(inputs.target_probs),
+        tolerance=backend.tolerance)
+    for event in events:
+        if event is not None:
+            _fail(event[0], {**ev, **event[1], "tolerance": backend.tolerance}, repro)
 
 
 def verifier_identical_accepts_all(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
@@ -244,6 +219,34 @@ class Property:
     run: Callable = field(repr=False)
     strategies: Callable[[], dict] = field(repr=False)
     doc: str = ""
+
+    @property
+    def test_name(self) -> str:
+        """The name Hypothesis reports a falsifying example under (``test_<name>``, ``test_generator_<name>``)."""
+        return f"test_{self.name}" if self.kind == "verifier" else f"test_generator_{self.name}"
+
+    def check(self, sampler, *, ledger=None, options=None) -> None:
+        """Run the property on ``sampler`` as a Hypothesis test.
+
+        With a ledger (the ``specdec_ledger`` fixture) each statistical example takes its alpha
+        from it and the test runs under the suite's Hypothesis settings; without one, under the
+        active profile at :data:`~specdec_check.suite._session.DEFAULT_EXAMPLE_ALPHA`. ``options``
+        (the ``specdec_checker_options`` fixture) gives backend, device and dtype.
+        """
+        from hypothesis import given, settings
+
+        from ._session import DEFAULT_EXAMPLE_ALPHA
+
+        options = dict(options or {"backend": "numpy"})
+        statistical = self.statistical and ledger is not None
+        run = self.run
+
+        def body(**drawn):
+            run(sampler, alpha=ledger.alpha() if statistical else DEFAULT_EXAMPLE_ALPHA, options=options, **drawn)
+
+        body.__name__ = body.__qualname__ = self.test_name
+        chosen = ledger.settings() if ledger is not None else settings()
+        chosen(given(**self.strategies())(body))()
 
 
 def _inputs(**kw) -> Callable[[], dict]:
@@ -361,31 +364,25 @@ GENERATOR_PROPERTIES = {
 
 
 class Check:
-    """One property bound to one sampler, for :func:`specdec_check.pytest_plugin.parametrize_with_checks`.
+    """One property bound to one sampler, for :func:`specdec_check.suite.parametrize_with_checks`.
 
-    ``check(ledger=None, options=None)`` runs the property as a Hypothesis test: with a
-    ledger (the ``specdec_ledger`` fixture) each statistical example takes its alpha from
-    it, else :data:`~specdec_check.pytest_plugin.DEFAULT_EXAMPLE_ALPHA`; ``options`` (the
-    ``specdec_checker_options`` fixture) gives backend, device and dtype.
+    ``check(ledger=None, options=None)`` runs :meth:`Property.check`.
     """
 
     def __init__(self, kind: str, sampler, prop: Property):
         self.kind, self.sampler, self.prop = kind, sampler, prop
 
     def __call__(self, ledger=None, options=None) -> None:
-        from hypothesis import given
-
-        from specdec_check.pytest_plugin import DEFAULT_EXAMPLE_ALPHA, suite_settings
-
-        prop, sampler, options = self.prop, self.sampler, dict(options or {"backend": "numpy"})
-
-        @suite_settings()
-        @given(**prop.strategies())
-        def run(**drawn):
-            alpha = ledger.alpha() if (ledger is not None and prop.statistical) else DEFAULT_EXAMPLE_ALPHA
-            prop.run(sampler, alpha=alpha, options=options, **drawn)
-
-        run()
+        self.prop.check(self.sampler, ledger=ledger, options=options)
 
     def __repr__(self) -> str:
         return f"Check({self.prop.name!r}, {getattr(self.sampler, '__name__', self.sampler)!r})"
+
+
+def suite_params(properties: dict) -> list:
+    """``pytest.param`` s of ``properties`` for a parametrized suite test: ids are the property names,
+    statistical ones carry the ``specdec_statistical`` marker (the plugin plans their alpha)."""
+    import pytest
+
+    return [pytest.param(p, id=name, marks=[pytest.mark.specdec_statistical] if p.statistical else [])
+            for name, p in properties.items()]

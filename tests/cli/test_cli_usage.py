@@ -48,11 +48,11 @@ def test_console_script_is_installed_and_points_at_main(tmp_path):
         (["verify", "--seed", "-1"], "specdec-check verify: error: argument --seed: expected a non-negative integer"),
         (["verify", "--alpha", "2"], "specdec-check verify: error: argument --alpha: expected a number in (0, 1)"),
         (["verify", "--format", "pdf"], "specdec-check verify: error: argument --format: choose from json,md,html"),
-        (["verify", "x.y:z"], "specdec-check verify: error: cannot import 'x.y:z': ModuleNotFoundError: "
+        (["verify", "x.y:z"], "specdec-check verify: error: cannot import the verifier 'x.y:z': ModuleNotFoundError: "
                               "No module named 'x'"),
-        (["generate", "os:no_such_attr"], "specdec-check generate: error: cannot import 'os:no_such_attr': "
-                                          "AttributeError:"),
-        (["verify", "os:sep"], "specdec-check verify: error: 'os:sep' is not callable (it is a str)"),
+        (["generate", "os:no_such_attr"], "specdec-check generate: error: module 'os' has no attribute "
+                                          "'no_such_attr' (the generator 'os:no_such_attr')"),
+        (["verify", "os:sep"], "specdec-check verify: error: the verifier 'os:sep' is a str, not a callable"),
         (["verify", "--scenario", "no-such-scenario"], "specdec-check verify: error: unknown scenario(s) "
                                                        "'no-such-scenario'; choose from screen, corpus-bigram"),
         (["verify", "--scenarios", "os:SEEK_SET"], "specdec-check verify: error: 'os:SEEK_SET' is neither a scenario"),
@@ -76,7 +76,7 @@ def test_usage_errors_exit_2_with_one_line(args, message, capsys, monkeypatch, t
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["verify", "x.y:z"], "specdec-check verify: error: cannot import 'x.y:z': ModuleNotFoundError: "
+        (["verify", "x.y:z"], "specdec-check verify: error: cannot import the verifier 'x.y:z': ModuleNotFoundError: "
                               "No module named 'x'"),
         (["generate", "--bogus"], "specdec-check generate: error: unrecognized arguments: --bogus "
                                   "(see 'specdec-check generate --help')"),
@@ -96,7 +96,7 @@ def test_torch_backend_without_torch_is_a_usage_error(cli):
         pytest.skip("torch is installed: the torch reference imports (see the end-to-end torch test)")
     proc = cli("verify", "--backend", "torch", "--no-report")
     assert proc.returncode == 2
-    assert proc.stderr.startswith("specdec-check verify: error: cannot import 'specdec_check.samplers:torch_verify': ")
+    assert proc.stderr.startswith("specdec-check verify: error: cannot import the verifier 'specdec_check.samplers:torch_verify': ")
     assert "torch" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 

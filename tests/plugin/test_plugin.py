@@ -203,17 +203,20 @@ class TestSuite:
         ])
 
     def test_bonus_from_row0_fails(self, impls):
+        # Only the step-law property is asserted: identical_accepts_all sees this bug only on rows where
+        # target row 0 rules out a token of the bonus row, about 1 example in 10 (51 of 500 measured), so
+        # a fixed set of 40 derandomized examples misses it with probability 0.9^40 = 1.5%: not a
+        # calibrated assertion.
         impls.makeconftest(NO_SHRINK_CONFTEST)
-        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k",
-                                            "identical_accepts_all or step_law",
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "step_law",
                                             "--specdec-verifier", "buggy:bonus_from_row0")
-        result.assert_outcomes(failed=2, deselected=11)
+        result.assert_outcomes(failed=1, deselected=12)
         result.stdout.fnmatch_lines(["*buggy:bonus_from_row0 fails the 'step_law' property*"])
 
     def test_ci_runs_are_deterministic(self, impls, monkeypatch):
         monkeypatch.setenv("CI", "true")
         args = ("--pyargs", "specdec_check.suite", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
-                "-k", "first_token or identical_accepts_all", "--specdec-verifier", "buggy:bonus_from_row0")
+                "-k", "first_token or step_law", "--specdec-verifier", "buggy:bonus_from_row0")
         runs = [impls.runpytest_subprocess(*args) for _ in range(2)]
 
         def outcome(result):
@@ -231,7 +234,7 @@ class TestSuite:
 class TestParametrizeWithChecks:
     def test_users_own_module(self, impls):
         impls.makepyfile(test_mine='''
-from specdec_check.pytest_plugin import parametrize_with_checks
+from specdec_check.suite import parametrize_with_checks
 from specdec_check.samplers import numpy_verify
 
 
@@ -253,12 +256,13 @@ def test_my_verifier(check, specdec_ledger, specdec_checker_options):
 
 
 def test_plugin_module_is_import_light():
-    # numpy comes with the specdec_check package itself; the plugin adds nothing heavier.
+    # Loaded by every pytest run where the package is installed: nothing beyond pytest and the settings table.
     import subprocess
     import sys
 
     code = ("import sys; import specdec_check.pytest_plugin; "
-            "bad = [m for m in ('torch', 'scipy', 'hypothesis', 'specdec_check.checker', 'specdec_check.stats') if m in sys.modules]; "
+            "bad = [m for m in ('numpy', 'torch', 'scipy', 'hypothesis', 'specdec_check.checker', 'specdec_check.stats', "
+            "'specdec_check.strategies', 'specdec_check.models') if m in sys.modules]; "
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -14,7 +14,7 @@ import torch
 from scipy import stats
 
 from specdec_check import exact
-from specdec_check.models._torch import cast_law_rows
+from specdec_check._torch_utils import cast_law_rows
 
 ALPHA = 1e-9
 MIN_EXPECTED = 5.0

@@ -11,7 +11,7 @@ from specdec_check import exact  # noqa: E402
 from specdec_check.checker._torch_backend import TOLERANCES, TorchBackend, encode_on_device  # noqa: E402
 from specdec_check.checker._xp import bincount  # noqa: E402
 from specdec_check.models import HashedMarkovModel, MarkovModel  # noqa: E402
-from specdec_check.models._torch import TorchModel  # noqa: E402
+from specdec_check.models import TorchModel  # noqa: E402
 from specdec_check.samplers import torch_generate, torch_verify  # noqa: E402
 
 DTYPES = ["float64", "float32", "bfloat16", "float16"]

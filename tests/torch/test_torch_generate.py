@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from _torch_helpers import ALPHA, cuda_test, g_test  # noqa: E402
 
 from specdec_check import exact  # noqa: E402
-from specdec_check.models import HashedMarkovModel, MarkovModel, mix  # noqa: E402
+from specdec_check.models import CastLawModel, HashedMarkovModel, MarkovModel, mix  # noqa: E402
 from specdec_check.samplers import torch_generate  # noqa: E402
 
 V, LENGTH = 3, 4
@@ -39,7 +39,7 @@ def test_joint_law_is_the_target_law(dtype, gamma):
     out = torch_generate(target=tt, draft=td, prompts=prompts, max_new_tokens=LENGTH, gamma=gamma,
                          generator=torch.Generator().manual_seed(gamma))
     assert out.shape == (len(prompts), LENGTH) and out.dtype == torch.int64
-    pvalue, impossible = _joint_pvalue(out.numpy(), tt.law_model(), n)
+    pvalue, impossible = _joint_pvalue(out.numpy(), CastLawModel(tt.base, tt.dtype), n)
     assert impossible == 0
     assert pvalue > ALPHA, f"p = {pvalue:.3g}"
 
@@ -110,5 +110,5 @@ def test_cuda_generate_law():
     out = torch_generate(target=tt, draft=td, prompts=prompts, max_new_tokens=LENGTH, gamma=2,
                          generator=torch.Generator("cuda").manual_seed(0))
     assert out.is_cuda
-    pvalue, impossible = _joint_pvalue(out.cpu().numpy(), tt.law_model(), n)
+    pvalue, impossible = _joint_pvalue(out.cpu().numpy(), CastLawModel(tt.base, tt.dtype), n)
     assert impossible == 0 and pvalue > ALPHA

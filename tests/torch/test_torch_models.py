@@ -14,7 +14,8 @@ from specdec_check.models import (  # noqa: E402
     MarkovModel,
     mix,
 )
-from specdec_check.models._torch import CastLawModel, TorchModel, cast_law_rows  # noqa: E402
+from specdec_check._torch_utils import cast_law_rows  # noqa: E402
+from specdec_check.models import CastLawModel, TorchModel  # noqa: E402
 
 
 class _Quadratic(CausalModel):
@@ -70,9 +71,7 @@ def test_hash_is_bit_exact_over_many_contexts():
     model = HashedMarkovModel.random(50_000, num_prototypes=97, order=4, seed=2)
     rng = np.random.default_rng(1)
     ctx = rng.integers(0, 50_001, size=(20_000, 4))
-    from specdec_check.models._torch import _HashedNode
-
-    node = _HashedNode(model, "cpu")
+    node = model.torch_node("cpu")
     np.testing.assert_array_equal(node.index(torch.from_numpy(ctx)).numpy(), model.prototype_index(ctx))
 
 
@@ -85,14 +84,14 @@ def test_plain_model_call_on_tensor_agrees():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_dtype_cast_and_law_model(dtype):
+def test_dtype_cast_and_cast_law_model(dtype):
     model = MODELS["mix"]
     tm = model.to_torch("cpu", dtype)
     toks = _tokens(model.vocab_size)
     out = tm(torch.from_numpy(toks))
     assert out.dtype == getattr(torch, dtype)
     np.testing.assert_array_equal(out.double().numpy(), torch.from_numpy(model(toks)).to(out.dtype).double().numpy())
-    law = tm.law_model()
+    law = CastLawModel(tm.base, tm.dtype)
     assert isinstance(law, CastLawModel)
     np.testing.assert_allclose(law(toks), cast_law_rows(model(toks), dtype), rtol=0, atol=1e-15)
     np.testing.assert_allclose(law(toks).sum(-1), 1.0, atol=1e-12)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from .._contract import impossible_events
+from .._contract import dropped_final, impossible_events
 
 __all__ = ["structural"]
 
@@ -18,18 +16,13 @@ def structural(run, counts, block, out, parsed, outcome, *, tolerance=None) -> b
     ``impossible`` check selected, every event of :func:`~specdec_check.checker._contract.impossible_events`
     is a failure. ``tolerance`` overrides the backend's (the screen's rows are exact in every dtype).
     """
-    draw, gamma = block.draw, run.scenario.gamma
+    draw = block.draw
     tolerance = run.backend.tolerance if tolerance is None else tolerance
     no_final = parsed.final < 0
     if no_final.any():
-        dropped = no_final & (parsed.accepted < gamma)
-        if dropped.any():
-            b = int(np.flatnonzero(dropped)[0])
-            run.fail("impossible", "a row stops before its last draft with every emitted token equal to a draft "
-                     "and no final token: either the recovered token equals the rejected draft (impossible: "
-                     "a draft is rejected only where q(x) > p(x), so the residual is zero there) or the "
-                     "recovered token was dropped (lossy)",
-                     {"row": b, "drafts": draw.draft_token_ids[b].tolist(), "output": out[b].tolist()})
+        dropped = dropped_final(parsed, draw.draft_token_ids, out)
+        if dropped is not None:
+            run.fail("impossible", *dropped)
             run.stopped = True
             return False
         counts.bonus_missing += int(no_final.sum())

@@ -25,6 +25,14 @@ RANDOMNESS_ROWS = 4096
 MIN_PAIRS, MAX_PAIRS = 200, 4000
 #: Smallest batch the batch-invariance check looks at: below 16 rows a batch effect has no room.
 BATCH_INVARIANCE_MIN_ROWS = 16
+#: The randomness checks spend at most 1/RANDOMNESS_SHARE of the mode's calls and cells each (the law
+#: tests get the rest), and at least MIN_CALLS calls (pairs need two calls, a few pairs of pairs).
+RANDOMNESS_SHARE = 4
+MIN_CALLS = 4
+#: Batch invariance: single-row calls (at least BATCH_MIN_CALLS) tested with at most BATCH_BINS PIT
+#: bins (a few hundred samples fill 16 bins; more bins would only thin them).
+BATCH_MIN_CALLS = 8
+BATCH_BINS = 16
 
 
 class Determinism(Check):
@@ -105,7 +113,8 @@ class Independence(Check):
         label = "rows within a call" if within_call else "calls with fresh generators"
         alpha = run.spend("independence_rows" if within_call else "independence_calls")
         hits, probs, n_calls = 0, [], 0
-        max_calls = max(4, min(run.mode.max_calls // 4, int(run.mode.max_cells // (4 * cells_per_call(s)))))
+        max_calls = max(MIN_CALLS, min(run.mode.max_calls // RANDOMNESS_SHARE,
+                                       int(run.mode.max_cells // (RANDOMNESS_SHARE * cells_per_call(s)))))
         width = min(s.rows_per_call, RANDOMNESS_ROWS)
         half = width // 2
         windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
@@ -153,10 +162,10 @@ class BatchInvariance(Check):
         run, caller, s = self.run, self.caller, self.run.scenario
         if run.stopped or "batch_invariance" not in run.planned:
             return
-        tally = PitTally(s.name, "batch_invariance", bins=min(run.mode.pit_bins, 16),
+        tally = PitTally(s.name, "batch_invariance", bins=min(run.mode.pit_bins, BATCH_BINS),
                          alpha=run.spend("batch_invariance"), sequential=False)
         pit_rng = np.random.default_rng(run.rng.integers(2**63))
-        budget = max(8, run.mode.max_calls // 4)
+        budget = max(BATCH_MIN_CALLS, run.mode.max_calls // RANDOMNESS_SHARE)
         for _ in range(max(1, budget // s.rows_per_call + 1)):
             draw = caller.draw(rows=budget)
             for b in range(min(s.rows_per_call, budget)):

@@ -16,8 +16,7 @@ import time
 import numpy as np
 
 from ... import stats
-from ...scenarios import SCREEN_PROBES
-from ...scenarios._screen import OVERFLOW_TOKENS, STRUCTURAL_PROBES
+from ...scenarios import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES
 from .._block import VerifierBlock
 from .._caller import VerifierCaller
 from .._contract import check_output, parse_step

@@ -1,0 +1,46 @@
+"""The suite's API for users' own test modules: ``parametrize_with_checks``."""
+
+from __future__ import annotations
+
+__all__ = ["parametrize_with_checks"]
+
+
+def parametrize_with_checks(*, verifiers=(), generators=(), checks=None):
+    """Parametrize a test over the suite's properties for your own samplers (scikit-learn style).
+
+    ::
+
+        from specdec_check.suite import parametrize_with_checks
+
+        @parametrize_with_checks(verifiers=[mypkg.kernels.verify])
+        def test_my_verifier(check, specdec_ledger, specdec_checker_options):
+            check(ledger=specdec_ledger, options=specdec_checker_options)  # or check()
+
+    Ids are ``<sampler>-<property>``, so ``-k first_token`` selects one property.
+    ``checks`` restricts the properties by name (see :data:`VERIFIER_PROPERTIES` and
+    :data:`GENERATOR_PROPERTIES`). With the ``specdec_ledger`` fixture each statistical example
+    takes its share of the run's false-alarm budget; backend, device and dtype come from the
+    plugin's options through ``specdec_checker_options``.
+    """
+    import pytest
+
+    from ._properties import GENERATOR_PROPERTIES, VERIFIER_PROPERTIES, Check
+
+    if checks is not None:
+        unknown = [c for c in checks if c not in VERIFIER_PROPERTIES and c not in GENERATOR_PROPERTIES]
+        if unknown:
+            raise ValueError(f"unknown check(s) {unknown}; choose from {sorted(VERIFIER_PROPERTIES)} "
+                             f"or {sorted(GENERATOR_PROPERTIES)}.")
+    params = []
+    for kind, samplers, table in (("verifier", verifiers, VERIFIER_PROPERTIES),
+                                  ("generator", generators, GENERATOR_PROPERTIES)):
+        names = list(table) if checks is None else [c for c in checks if c in table]
+        for sampler in samplers:
+            label = getattr(sampler, "__name__", type(sampler).__name__)
+            for name in names:
+                prop = table[name]
+                marks = [pytest.mark.specdec_statistical] if prop.statistical else []
+                params.append(pytest.param(Check(kind, sampler, prop), marks=marks, id=f"{label}-{name}"))
+    if not params:
+        raise ValueError("parametrize_with_checks needs at least one verifier or generator and one known check.")
+    return pytest.mark.parametrize("check", params)

@@ -1,0 +1,189 @@
+"""The state of one pytest session of the suite: what is tested, its alpha ledger, its profile.
+
+The pytest plugin builds one :class:`SuiteSession` in ``pytest_configure`` and keeps it in
+``config.stash``; fixtures hand it (or parts of it) to tests. Importing this module costs
+nothing: Hypothesis and the statistics engine load only when a suite test asks for them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_EXAMPLE_ALPHA", "PROFILES", "STATISTICAL_MARKER", "Selection", "SuiteLedger", "SuiteSession",
+           "register_profiles"]
+
+#: Per-example alpha of a ``parametrize_with_checks`` check called without a ledger: a user who
+#: runs a few hundred such examples a day sees a false alarm once in thousands of years.
+DEFAULT_EXAMPLE_ALPHA = 1e-9
+
+#: Hypothesis profiles of the suite (name -> settings keywords; ``specdec-ci`` extends ``ci``):
+#: quick is a smoke run, default and ci run 50 examples per property (enough for the catalogue's
+#: suite-detectable bugs), thorough 200.
+PROFILES = {
+    "specdec-quick": {"max_examples": 5},
+    "specdec-default": {"max_examples": 50},
+    "specdec-ci": {"max_examples": 50},
+    "specdec-thorough": {"max_examples": 200},
+}
+
+STATISTICAL_MARKER = "specdec_statistical"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One resolved setting: its value and where it came from (``option --x``, ``env X``, ``ini x``, ``default``)."""
+
+    name: str
+    value: str | None
+    source: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "default"
+
+
+def register_profiles() -> None:
+    """Register the suite's Hypothesis profiles (idempotent)."""
+    from hypothesis import HealthCheck, settings
+
+    common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+    for name, kwargs in PROFILES.items():
+        if name == "specdec-ci":
+            settings.register_profile(name, settings.get_profile("ci"), **kwargs)
+        else:
+            settings.register_profile(name, **common, **kwargs)
+
+
+class SuiteLedger:
+    """Hands each statistical example its alpha: ``total / planned`` from an :class:`~specdec_check.stats.AlphaLedger`.
+
+    The first ``plan[nodeid]`` examples of a test spend from the ledger; later calls
+    of that test (Hypothesis shrinking or replaying a failure) get the same alpha
+    without spending, because they only happen once the run has failed. ``session``
+    (when the plugin made the ledger) gives the suite's Hypothesis settings.
+    """
+
+    def __init__(self, total: float, plan: dict, session: "SuiteSession | None" = None):
+        from specdec_check.stats import AlphaLedger
+
+        self.plan = dict(plan)
+        self.ledger = AlphaLedger(total, planned=max(1, sum(self.plan.values())))
+        self.calls: dict = {}
+        self.session = session
+        self.current: str = "<outside a test>"  # set by the plugin before each test runs
+
+    @property
+    def per_example(self) -> float:
+        return self.ledger.per_check
+
+    def alpha(self, nodeid: str | None = None) -> float:
+        """Alpha for one example of test ``nodeid`` (default: the test now running)."""
+        nodeid = (self.session.current if self.session is not None else self.current) if nodeid is None else nodeid
+        n = self.calls.get(nodeid, 0)
+        self.calls[nodeid] = n + 1
+        if n < self.plan.get(nodeid, 0):
+            return self.ledger.spend(f"{nodeid}#{n}")
+        return self.ledger.per_check
+
+    def settings(self, **overrides):
+        """The suite's Hypothesis settings (see :meth:`SuiteSession.settings`)."""
+        if self.session is not None:
+            return self.session.settings(**overrides)
+        from hypothesis import settings
+
+        return settings(**overrides) if overrides else settings()
+
+    def __repr__(self):
+        return f"SuiteLedger({self.ledger!r})"
+
+
+class SuiteSession:
+    """One pytest session's specdec-check state (kept in ``config.stash``).
+
+    ``selections`` maps verifier, generator, backend, device, dtype and alpha to their
+    :class:`Selection`; ``explicit_profile`` is the ``--hypothesis-profile`` given (if any);
+    ``plan`` maps each statistical test's node id to its planned examples; ``current`` is the
+    node id of the test running now.
+    """
+
+    def __init__(self, selections: dict, alpha: float, explicit_profile: str | None = None):
+        self.selections = selections
+        self.alpha = alpha
+        self.explicit_profile = explicit_profile
+        self.plan: dict = {}
+        self.current = "<outside a test>"
+        self._ledger: SuiteLedger | None = None
+        self._profile: tuple | None = None  # (name or None for the user's, why)
+
+    # -- what is tested --------------------------------------------------------------------------
+    def options(self) -> dict:
+        """``{"backend", "device", "dtype"}`` for check_verifier / check_generator."""
+        sel = self.selections
+        return {"backend": sel["backend"].value, "device": sel["device"].value, "dtype": sel["dtype"].value}
+
+    def sampler(self, kind: str):
+        """The selected sampler of ``kind`` ("verifier" or "generator"), imported."""
+        from .._settings import resolve_callable
+
+        sel = self.selections[kind]
+        return resolve_callable(sel.value, what=kind, source=sel.source)
+
+    # -- Hypothesis settings ---------------------------------------------------------------------
+    def profile(self) -> tuple:
+        """``(name, why)``: the suite's profile, or ``(None, why)`` when the user chose one (never overridden)."""
+        if self._profile is None:
+            from hypothesis import settings
+
+            register_profiles()
+            current = settings.get_current_profile_name()
+            base = current.split("-with-")[0]
+            if self.explicit_profile or base not in ("default", "ci"):
+                self._profile = (None, f"{current!r}, chosen by the user")
+            elif base == "ci":
+                self._profile = ("specdec-ci", "specdec-ci (Hypothesis' 'ci' profile is active: CI is set)")
+            else:
+                self._profile = ("specdec-default", "specdec-default (no profile chosen)")
+        return self._profile
+
+    def settings(self, **overrides):
+        """The Hypothesis ``settings`` for suite properties: the user's profile when they chose one
+        (``--hypothesis-profile`` or a profile loaded in conftest.py), else ``specdec-ci`` under CI or
+        ``specdec-default``. Verbosity and phases always follow the active profile."""
+        from hypothesis import settings
+
+        name = self.profile()[0]
+        if name is None:
+            return settings(**overrides) if overrides else settings()
+        current = settings()
+        return settings(settings.get_profile(name), verbosity=current.verbosity, phases=current.phases, **overrides)
+
+    def examples(self) -> int:
+        """Examples each statistical property runs under :meth:`settings`."""
+        return int(self.settings().max_examples)
+
+    # -- the false-alarm ledger ----------------------------------------------------------------------
+    def ledger(self) -> SuiteLedger:
+        if self._ledger is None:
+            self._ledger = SuiteLedger(self.alpha, self.plan, session=self)
+        return self._ledger
+
+    @property
+    def ledger_started(self) -> bool:
+        return self._ledger is not None
+
+    def header(self) -> list:
+        sel = self.selections
+        lines = [
+            f"specdec-check: verifier {sel['verifier'].value} ({sel['verifier'].source}); "
+            f"generator {sel['generator'].value} ({sel['generator'].source})",
+            f"specdec-check: backend {sel['backend'].value} ({sel['backend'].source}), "
+            f"device {sel['device'].value or 'default'} ({sel['device'].source}), "
+            f"dtype {sel['dtype'].value or 'default'} ({sel['dtype'].source}); "
+            f"false-alarm budget alpha={self.alpha:g} per run ({sel['alpha'].source})",
+        ]
+        env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("SPECDEC")}
+        if env:  # shown to catch typos, as array-api-tests does
+            lines.append("specdec-check: env " + " ".join(f"{k}={v}" for k, v in env.items()))
+        return lines
+

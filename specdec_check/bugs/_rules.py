@@ -35,6 +35,7 @@ __all__ = [
     "rule_catalogue",
     "rule_completed_tv",
     "rule_entry",
+    "rule_scenario_tv",
     "rule_step_law",
     "sglang_threshold_acc_rule",
     "sglang_threshold_single_rule",
@@ -374,3 +375,16 @@ def rule_completed_tv(name: str, *, target=None, draft=None, gamma=None, prompt=
     lossless controls; on models (``target``, ``draft``, ``gamma``, ``prompt``) or fixed rows."""
     return exact.completed_law_tv(rule_step_law(name), target=target, draft=draft, gamma=gamma, prompt=prompt,
                                   target_probs=target_probs, draft_probs=draft_probs)
+
+
+def rule_scenario_tv(name: str, scenario) -> float:
+    """Exact TV of the :func:`rule_catalogue` entry ``name`` on a verifier scenario: the mean over the
+    scenario's prompt pool of the completed-law TV (:func:`specdec_check.exact.pooled_completed_law_tv`;
+    contexts are drawn uniformly from the pool), or the mean over its fixed rows. Raises
+    ``ValueError`` when the completed law is too large to enumerate (V^(gamma+1) beyond about 10^7)."""
+    step_law = rule_step_law(name)
+    if scenario.fixed_target_probs is not None:
+        return float(np.mean(exact.completed_law_tv(step_law, target_probs=scenario.fixed_target_probs,
+                                                    draft_probs=scenario.fixed_draft_probs)))
+    return exact.pooled_completed_law_tv(step_law, target=scenario.target, draft=scenario.draft, gamma=scenario.gamma,
+                                         prompts=scenario.prompts())

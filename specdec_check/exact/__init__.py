@@ -13,7 +13,7 @@ from ._block import (
     one_hot_path_step_law,
     standard_expected_accepted,
 )
-from ._completed import completed_law, completed_law_tv, target_completed_law
+from ._completed import completed_law, completed_law_tv, pooled_completed_law_tv, target_completed_law
 from ._enumerate import (
     acceptance_probabilities,
     accepted_count_law,
@@ -55,6 +55,7 @@ __all__ = [
     "pair_marginals",
     "path_accepted_count_law",
     "path_step_law",
+    "pooled_completed_law_tv",
     "residual_probs",
     "sglang_threshold_path_step_law",
     "standard_expected_accepted",

@@ -25,7 +25,7 @@ from ..models import last_token_probs, vocab_size_of
 from ._enumerate import _prompt_array, _with_prompt, joint
 from ._outcomes import MAX_OUTCOMES
 
-__all__ = ["completed_law", "completed_law_tv", "target_completed_law"]
+__all__ = ["completed_law", "completed_law_tv", "pooled_completed_law_tv", "target_completed_law"]
 
 #: Tolerance on the row sums of a rule's step law (float64 laws summing to 1).
 STEP_LAW_ATOL = 1e-9
@@ -112,6 +112,20 @@ def completed_law_tv(step_law, *, target=None, draft=None, gamma=None, prompt=No
     reference = target_completed_law(target_probs=target_probs)
     batch = law.shape[0]
     return 0.5 * np.abs(law - reference).reshape(batch, -1).sum(axis=1)
+
+
+def pooled_completed_law_tv(step_law, *, target, draft, gamma, prompts) -> float:
+    """Exact TV between (prompt, completed sequence) and (prompt, target sequence) when the prompt is
+    drawn uniformly from the pool ``prompts`` (int [P, T], ``-1`` padding ignored): the mean over the
+    pool of :func:`completed_law_tv` (both joints share the prompt marginal, so the TV of the joints
+    is the average of the per-prompt TVs). This is the distance a scenario drawing its rows' contexts
+    uniformly from a prompt pool exposes to a test conditional on the context.
+    """
+    pool = np.asarray(prompts)
+    if pool.ndim != 2 or pool.shape[0] < 1:
+        raise ValueError(f"prompts must be int [P, T] with P >= 1 (-1 padding allowed); got shape {pool.shape}.")
+    return float(np.mean([completed_law_tv(step_law, target=target, draft=draft, gamma=gamma, prompt=row[row >= 0])
+                          for row in pool]))
 
 
 def _mode(target, draft, gamma, prompt, target_probs, draft_probs):

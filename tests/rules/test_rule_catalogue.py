@@ -127,3 +127,24 @@ def test_controls_break_the_standard_rule(name):
     rows = np.flatnonzero(k < 3)
     rejected = ids[rows, k[rows]]
     assert (p[k[rows], rejected] >= q[k[rows], rejected]).any(), name
+
+
+def test_scenario_tv_is_the_mean_over_the_prompt_pool():
+    from specdec_check.scenarios import VerifierScenario
+
+    target, draft = _pair(0, 3, 1)
+    scenario = VerifierScenario("small", target, draft, 2, 16, prompt_pool=4, prompt_lengths=(0, 2))
+    pool = scenario.prompts()
+    per_prompt = [bugs.rule_completed_tv("sglang_threshold_acc", target=target, draft=draft, gamma=2,
+                                         prompt=row[row >= 0]) for row in pool]
+    assert bugs.rule_scenario_tv("sglang_threshold_acc", scenario) == pytest.approx(np.mean(per_prompt), abs=1e-15)
+    assert min(per_prompt) < max(per_prompt)  # the pool has prompts with different costs
+    assert bugs.rule_scenario_tv("control_sampled_match", scenario) < 1e-13
+    rng = np.random.default_rng(1)
+    rows = VerifierScenario.from_rows("rows", target_probs=rng.dirichlet(np.ones(3), size=(3, 3)),
+                                      draft_probs=rng.dirichlet(np.ones(3), size=(3, 2)))
+    expected = bugs.rule_completed_tv("block_final_from_target_row", target_probs=rows.fixed_target_probs,
+                                      draft_probs=rows.fixed_draft_probs).mean()
+    assert bugs.rule_scenario_tv("block_final_from_target_row", rows) == pytest.approx(expected, abs=1e-15)
+    with pytest.raises(ValueError, match=r"\[P, T\]"):
+        exact.pooled_completed_law_tv(exact.path_step_law, target=target, draft=draft, gamma=2, prompts=[1, 2])

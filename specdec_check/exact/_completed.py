@@ -61,8 +61,10 @@ def completed_law(step_law, *, target=None, draft=None, gamma=None, prompt=None,
         vocab = _shared_vocab(target, draft)
         _check_size(vocab, gamma, rows=1)
         prompt = _prompt_array(prompt, vocab)
-        target_rows, draft_rows = _prefix_rows(target, prompt, vocab, gamma + 1), _prefix_rows(draft, prompt, vocab, gamma)
-        return _completed_from_prefix_rows(step_law, target_rows, draft_rows, vocab, gamma).reshape((vocab,) * (gamma + 1))
+        target_rows = _prefix_rows(target, prompt, vocab, gamma + 1)
+        draft_rows = _prefix_rows(draft, prompt, vocab, gamma)
+        law = _completed_from_prefix_rows(step_law, target_rows, draft_rows, vocab, gamma)
+        return law.reshape((vocab,) * (gamma + 1))
     target_probs, draft_probs = _rows_iv(target_probs, draft_probs)
     batch, gamma, vocab = draft_probs.shape
     _check_size(vocab, gamma, rows=1)

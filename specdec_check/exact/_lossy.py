@@ -18,7 +18,8 @@ MEDUSA_ENTROPY_EPS = 1e-5
 
 
 def _positive_knob(name, value, *, upper=None):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not np.isfinite(value):
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not number or not np.isfinite(value):
         raise TypeError(f"{name} must be a finite number; got {value!r}.")
     if value <= 0 or (upper is not None and value > upper):
         bound = f"in (0, {upper}]" if upper is not None else "> 0"

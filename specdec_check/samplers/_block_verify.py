@@ -113,7 +113,7 @@ def _weights_and_stop_probs(ids, draft, target):
 
 
 def _residual_masses(weights, target, draft):
-    """``sum_x max(w p(x) - q(x), 0)`` for weights [B, m], target and draft rows [B, m, V], a block of rows at a time."""
+    """``sum_x max(w p(x) - q(x), 0)`` for weights [B, m] and target / draft rows [B, m, V], by blocks of rows."""
     batch, width, vocab = target.shape
     out = np.empty((batch, width))
     step = max(1, _BLOCK_CELLS // max(1, width * vocab))

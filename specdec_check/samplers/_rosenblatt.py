@@ -56,7 +56,8 @@ class RosenblattPIT:
         return bool(self.support_violations.shape[0])
 
 
-def complete_with_target(emitted, *, generator, target=None, prompts=None, target_probs=None, length=None) -> np.ndarray:
+def complete_with_target(emitted, *, generator, target=None, prompts=None, target_probs=None,
+                         length=None) -> np.ndarray:
     """Complete each row of emitted tokens to ``length`` tokens by sampling from the exact target.
 
     ``emitted`` int [B, m]: a verifier's output, 1..m tokens followed only by ``-1`` padding.
@@ -183,7 +184,8 @@ class _Conditionals:
             self.model = None
             return
         if not callable(target):
-            raise TypeError(f"target must be a causal model (callable on int tokens [B, T]); got {type(target).__name__}.")
+            raise TypeError("target must be a causal model (callable on int tokens [B, T]); "
+                            f"got {type(target).__name__}.")
         if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
             raise ValueError(f"length must be an int >= 1; got {length!r}.")
         self.model, self.rows, self.length = target, None, int(length)

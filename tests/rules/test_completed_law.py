@@ -77,7 +77,8 @@ def test_completed_law_fixed_rows_matches_brute_force():
             brute = np.zeros((vocab,) * (gamma + 1))
             for path in itertools.product(range(vocab), repeat=gamma):
                 weight = np.prod([dq[b, i, path[i]] for i in range(gamma)])
-                row_law = step_law(draft_token_ids=np.array([path]), draft_probs=dq[b:b + 1], target_probs=tp[b:b + 1])[0]
+                row_law = step_law(draft_token_ids=np.array([path]), draft_probs=dq[b:b + 1],
+                                   target_probs=tp[b:b + 1])[0]
                 for k in range(gamma + 1):
                     for y in range(vocab):
                         for rest in itertools.product(range(vocab), repeat=gamma - k):
@@ -116,4 +117,5 @@ def test_completed_law_input_errors():
     with pytest.raises(ValueError, match="limit"):
         exact.completed_law(exact.path_step_law, target=_pair(2, 40, 1)[0], draft=_pair(2, 40, 1)[1], gamma=4)
     with pytest.raises(ValueError, match="bonus position"):
-        exact.completed_law(exact.path_step_law, target_probs=np.ones((1, 3, 3)) / 3, draft_probs=np.ones((1, 1, 3)) / 3)
+        exact.completed_law(exact.path_step_law, target_probs=np.ones((1, 3, 3)) / 3,
+                            draft_probs=np.ones((1, 1, 3)) / 3)

@@ -26,8 +26,8 @@ from _rules_helpers import ALPHA  # noqa: E402
 
 from specdec_check import HashedMarkovModel, MarkovModel, bugs, exact, stats  # noqa: E402
 from specdec_check.models import last_token_probs  # noqa: E402
-from specdec_check.samplers import _rosenblatt, block_verify, categorical, complete_with_target, numpy_verify  # noqa: E402
-from specdec_check.samplers import rosenblatt_pit  # noqa: E402
+from specdec_check.samplers import _rosenblatt, block_verify, categorical, complete_with_target  # noqa: E402
+from specdec_check.samplers import numpy_verify, rosenblatt_pit  # noqa: E402
 
 BINS = 4  # PIT bins per position: 4^3 = 64 joint cells at L = 3
 

@@ -71,7 +71,8 @@ def test_torch_block_verify_edge_cases():
                             generator=torch.Generator().manual_seed(0))
     assert g0.shape == (20, 1) and (torch.from_numpy(p[0])[g0[:, 0]] > 0).all()
     with pytest.raises(TypeError, match="torch.Generator"):
-        torch_block_verify(draft_token_ids=ids_t, draft_probs=dq_t, target_probs=tp_t, generator=np.random.default_rng())
+        torch_block_verify(draft_token_ids=ids_t, draft_probs=dq_t, target_probs=tp_t,
+                           generator=np.random.default_rng())
     with pytest.raises(ValueError, match="bonus position"):
         torch_block_verify(draft_token_ids=ids_t, draft_probs=dq_t, target_probs=tp_t[:, :2],
                            generator=torch.Generator().manual_seed(0))

@@ -6,12 +6,18 @@ reproduces where one exists); ``CONTROLS`` holds alternative exact verifiers tha
 pass. ``mutation_score()`` runs the checker on all of them; print the table with::
 
     python -c "from specdec_check.bugs import mutation_score, format_mutation_table; print(format_mutation_table(mutation_score()))"
+
+``rule_catalogue()`` holds the verifiers to judge under ``rule="any"`` (lossless non-standard
+rules, buggy block verifiers, lossy rules with their knobs), with their exact step laws
+(``rule_step_law``) and completed-law TVs (``rule_completed_tv``); they are not in
+``catalogue()`` nor in the mutation score yet.
 """
 
-from . import _controls, _decode_loops, _verifiers
+from . import _controls, _decode_loops, _rules, _verifiers
 from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry, catalogue, entry
 from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
 from ._decode_loops import *  # noqa: F403
+from ._rules import *  # noqa: F403
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
 from ._verifiers import *  # noqa: F403
 
@@ -26,4 +32,4 @@ __all__ = [
     "entry",
     "format_mutation_table",
     "mutation_score",
-] + sorted(_controls.__all__ + _decode_loops.__all__ + _verifiers.__all__)
+] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _verifiers.__all__)

@@ -4,6 +4,16 @@ Notation follows Leviathan et al. 2023: p is the target, q the draft, gamma the
 number of drafted tokens per step.
 """
 
+from ._block import (
+    BlockWeights,
+    block_expected_accepted,
+    block_path_accepted_count_law,
+    block_path_step_law,
+    block_weights,
+    one_hot_path_step_law,
+    standard_expected_accepted,
+)
+from ._completed import completed_law, completed_law_tv, pooled_completed_law_tv, target_completed_law
 from ._enumerate import (
     acceptance_probabilities,
     accepted_count_law,
@@ -13,14 +23,22 @@ from ._enumerate import (
     residual_probs,
     step_law,
 )
+from ._lossy import medusa_thresholds, medusa_typical_path_step_law, sglang_threshold_path_step_law
 from ._outcomes import decode_emitted, encode_emitted, num_step_outcomes
 from ._recursion import acceptance_rate, marginals, pair_marginals, stationary_contexts
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
 
 __all__ = [
+    "BlockWeights",
     "acceptance_probabilities",
     "acceptance_rate",
     "accepted_count_law",
+    "block_expected_accepted",
+    "block_path_accepted_count_law",
+    "block_path_step_law",
+    "block_weights",
+    "completed_law",
+    "completed_law_tv",
     "decode_emitted",
     "encode_emitted",
     "exact_tokens_per_step",
@@ -30,11 +48,18 @@ __all__ = [
     "improves_walltime",
     "joint",
     "marginals",
+    "medusa_thresholds",
+    "medusa_typical_path_step_law",
     "num_step_outcomes",
+    "one_hot_path_step_law",
     "pair_marginals",
     "path_accepted_count_law",
     "path_step_law",
+    "pooled_completed_law_tv",
     "residual_probs",
+    "sglang_threshold_path_step_law",
+    "standard_expected_accepted",
     "stationary_contexts",
     "step_law",
+    "target_completed_law",
 ]

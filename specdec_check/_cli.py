@@ -7,15 +7,14 @@ under a file, is not writable or holds another run's report without --force), ea
 reported on one line; 3 is an internal error of specdec-check itself (with its traceback).
 ``report`` exits with the status of the saved verdict: 0 passed or inefficient, 1 failed,
 4 inconclusive, 1 interrupted (``specdec_check.report.VERDICT_EXIT_STATUS``), and 2 for a
-file that is not a valid report or whose ``passed`` contradicts its findings. Heavy modules (the checker,
-matplotlib, torch) are imported only by the subcommand that needs them.
+file that is not a valid report or whose ``passed`` contradicts its findings. Heavy
+modules (the checker, matplotlib, torch) are imported only by the subcommand that needs them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -86,7 +85,10 @@ def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy
 
 
 def _report_folder(args, path):
-    """``(folder, run identity)`` of a verify/generate run, checked before anything runs; ``(None, None)`` without reports."""
+    """``(folder, run identity)`` of a verify/generate run, checked before anything runs.
+
+    ``(None, None)`` with ``--no-report``; a folder that cannot take the report is a usage error.
+    """
     if args.no_report:
         return None, None
     from .report import ReportDirError, RunIdentity, prepare_report_dir

@@ -148,18 +148,20 @@ def rerender_report(path, *, out=None, formats=("md", "html"), plots: bool = Tru
     file, raw, data = _read_validated(path)
     rendered = {FORMATS[fmt]: _render(data, fmt, plots) for fmt in FORMATS if fmt in formats and fmt != "json"}
     own = out is None or real_target(out) == real_target(file.parent)
-    if own:
-        folder = file.parent
-        if file.name != FORMATS["json"]:  # a report saved under another name: write beside it, as before
-            written = commit_report_files(folder, rendered, identity=RunIdentity.from_report(data), force=force)
-        else:
+    folder = file.parent if own else Path(out)
+    try:
+        if own and file.name == FORMATS["json"]:
             state = inspect_folder(real_target(folder))
             keep = tuple(name for name in (*FORMATS.values(), ".specdec-run.json") if name not in rendered)
             written = commit_report_files(folder, rendered, identity=state.identity or RunIdentity.from_report(data),
                                           force=True, keep=keep, expect={FORMATS["json"]: raw})
-    else:
-        written = commit_report_files(out, {FORMATS["json"]: raw, **rendered}, identity=RunIdentity.from_report(data),
-                                      force=force)
+        elif own:  # a report saved under another name: the rendered files go beside it, as before
+            written = commit_report_files(folder, rendered, identity=RunIdentity.from_report(data), force=force)
+        else:
+            written = commit_report_files(folder, {FORMATS["json"]: raw, **rendered},
+                                          identity=RunIdentity.from_report(data), force=force)
+    except OSError as exc:  # reading went well: a failure now is one of writing
+        raise ReportDirError(f"{folder}: {exc.strerror or exc}") from None
     return data, {fmt: written[FORMATS[fmt]] for fmt in FORMATS if FORMATS[fmt] in written and fmt in formats}
 
 

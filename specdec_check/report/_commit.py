@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -175,7 +176,11 @@ def _swap_in(parent: Path, target: Path, files: dict, keep: tuple, state) -> boo
                 _carry(target, staging, name)
         for name, data in files.items():
             _write_new(staging, name, data)
-        os.chmod(staging, 0o755)
+        try:  # the new folder keeps the old one's permissions
+            mode = stat.S_IMODE(os.stat(target).st_mode) if state.kind != "absent" else 0o755
+        except OSError:
+            mode = 0o755
+        os.chmod(staging, mode)
         _fsync_dir(staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -248,7 +248,8 @@ def efficiency_png(scenarios: list) -> bytes | None:
         ax.plot(grid, [expected_tokens_per_step(a, gamma) for a in grid], color="#999999", lw=1, ls="--")
         ax.annotate(f"Eq. 1, γ={gamma}", (1.0, gamma + 1), fontsize=7, ha="right", va="bottom", color="#666666")
     for color, s in zip(colors, points):
-        ax.plot(s["acceptance_measured"], s["tokens_per_step_measured"], "o", color=color, label=f"{_label(s.get('name'))} (measured)")
+        ax.plot(s["acceptance_measured"], s["tokens_per_step_measured"], "o", color=color,
+                label=f"{_label(s.get('name'))} (measured)")
         if _finite(s.get("acceptance_expected")) and _finite(s.get("tokens_per_step_expected")):
             ax.plot(s["acceptance_expected"], s["tokens_per_step_expected"], "x", ms=8, color=color)
     ax.set_xlim(0, 1.02)

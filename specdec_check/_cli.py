@@ -91,14 +91,14 @@ def _report_folder(args, path):
     """
     if args.no_report:
         return None, None
-    from .report import ReportDirError, RunIdentity, prepare_report_dir
+    from .report import ReportDirError, RunIdentity, escaped, prepare_report_dir
 
     identity = RunIdentity.for_command(args.command, path, mode=args.mode, seed=args.seed, backend=args.backend)
     folder = args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend)
     try:
         prepare_report_dir(folder, force=args.force, run_identity=identity)
     except ReportDirError as exc:
-        raise UsageError(f"cannot write the report to {exc}") from None
+        raise UsageError(f"cannot write the report to {escaped(exc)}") from None
     return folder, identity
 
 
@@ -337,14 +337,14 @@ def _run_check(args) -> int:
     data = report.to_dict()
     _emit(data, args)
     if folder is not None:
-        from .report import ReportDirError, write_report
+        from .report import ReportDirError, escaped, write_report
 
         try:
             written = write_report(data, folder, formats=args.formats, plots=not args.no_plots, force=args.force,
                                    run_identity=identity)
         except (ReportDirError, OSError) as exc:  # the folder changed during the run (another run took it)
             message = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise UsageError(f"cannot write the report to {' '.join(message.split())}") from None
+            raise UsageError(f"cannot write the report to {escaped(message)}") from None
         for fmt in REPORT_FORMATS:
             if fmt in written:
                 print(f"report: {written[fmt]}")
@@ -400,7 +400,7 @@ def _run_demo(args) -> int:
 
 
 def _run_report(args) -> int:
-    from .report import ReportDirError, exit_status, load_report, render_html, render_markdown, rerender_report
+    from .report import ReportDirError, escaped, exit_status, load_report, render_html, render_markdown, rerender_report
 
     formats = list(dict.fromkeys(args.formats or ("md", "html")))
     if args.stdout and len(formats) != 1:
@@ -412,11 +412,11 @@ def _run_report(args) -> int:
             data, written = rerender_report(args.path, out=args.out, formats=formats, plots=not args.no_plots,
                                             force=args.force)
     except ReportDirError as exc:
-        raise UsageError(f"cannot write the report to {exc}") from None
+        raise UsageError(f"cannot write the report to {escaped(exc)}") from None
     except (OSError, ValueError) as exc:
         message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         where = f"{exc.filename if getattr(exc, 'filename', None) else args.path}: " if isinstance(exc, OSError) else ""
-        raise UsageError(f"cannot read report {where}{' '.join(str(message).split())}") from None
+        raise UsageError(f"cannot read report {escaped(where)}{escaped(' '.join(str(message).split()))}") from None
     if args.stdout:
         render = {"md": render_markdown, "html": lambda d: render_html(d, plots=not args.no_plots)}
         sys.stdout.write(render[formats[0]](data))

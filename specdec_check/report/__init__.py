@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ._commit import commit_report_files
-from ._escape import one_line, printable
+from ._escape import escaped, one_line, printable
 from ._folder import ReportConflictError, ReportDirError, inspect_folder, prepare_report_dir, real_target
 from ._html import render_html
 from ._identity import RunIdentity, default_report_dir
@@ -42,6 +42,7 @@ __all__ = [
     "VERDICT_EXIT_STATUS",
     "check_verdict",
     "default_report_dir",
+    "escaped",
     "exit_status",
     "load_report",
     "one_line",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clip", "one_line", "printable"]
+__all__ = ["clip", "escaped", "one_line", "printable"]
 
 #: Characters that can never need escaping (printable ASCII, tab, newline): the fast path.
 _PLAIN = re.compile(r"[^\t\n -~]")
@@ -55,6 +55,11 @@ def printable(value) -> str:
     if _PLAIN.search(text) is None:
         return text
     return _PLAIN.sub(_visible, text)
+
+
+def escaped(value) -> str:
+    """:func:`printable` with tab and newline escaped too: one line, every character kept (paths in messages)."""
+    return printable(value).replace("\t", "\\t").replace("\n", "\\n")
 
 
 def one_line(value) -> str:

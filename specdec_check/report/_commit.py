@@ -39,6 +39,7 @@ from ._folder import (
     real_target,
 )
 from ._identity import RunIdentity
+from ._load import read_report_bytes
 
 __all__ = ["LOCK_WAIT_S", "commit_report_files", "stamp_bytes"]
 
@@ -236,7 +237,7 @@ def _replace_in_place(target: Path, files: dict, keep: tuple, state) -> None:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    for name in REPORT_FILES:  # files of the old set this set does not replace
+    for name in (*REPORT_FILES, STAMP):  # files of the old set this set does not replace
         if name in state.entries and name not in files and name not in keep:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target / name)
@@ -267,8 +268,8 @@ def commit_report_files(directory, files: dict, *, identity: RunIdentity | None,
         state = inspect_folder(target)
         for name, want in (expect or {}).items():
             try:
-                now = (target / name).read_bytes()
-            except OSError:
+                now = read_report_bytes(target / name)[1]
+            except (OSError, ValueError):
                 now = None
             if now != want:
                 raise ReportDirError(f"{shown}: {name} changed while it was being re-rendered; run the command again")
@@ -279,15 +280,15 @@ def commit_report_files(directory, files: dict, *, identity: RunIdentity | None,
         stamp_identity = identity or state.identity
         if locked:
             _clear_leftovers(parent, target)
-        swapped = False
-        if state.kind != "shared" and not _busy(target):
-            payload = dict(files)
-            if stamp_identity is not None:
-                names = {*files, *(k for k in keep if k in state.entries)} - {STAMP}
-                payload[STAMP] = stamp_bytes(stamp_identity, names)
-            swapped = _swap_in(parent, target, payload, keep, state)
+        payload = dict(files)
+        if stamp_identity is not None:
+            names = {*files, *(k for k in keep if k in state.entries)} - {STAMP}
+            payload[STAMP] = stamp_bytes(stamp_identity, names)
+        swapped = state.kind != "shared" and not _busy(target) and _swap_in(parent, target, payload, keep, state)
         if not swapped:
-            _replace_in_place(target, files, keep, state)
+            # No stamp among a user's own files; but a stamp already there is kept true (or removed).
+            stamped = state.kind != "shared" or STAMP in state.entries
+            _replace_in_place(target, payload if stamped else files, keep, state)
         _fsync_dir(parent)
     return {name: shown / name for name in files}
 

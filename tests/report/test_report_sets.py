@@ -292,3 +292,17 @@ def test_a_killed_writer_leaves_a_whole_set(tmp_path, passed_report):
     write_report(passed_report, folder, plots=False, force=True)  # cleans what the killed writers left
     assert _assert_whole(folder) == "PASSED"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
+def test_a_folder_written_in_place_keeps_its_stamp_true(tmp_path, failed_report, passed_report, monkeypatch):
+    """When the folder cannot be swapped (a mount point, an unwritable parent), the stamp is rewritten in place."""
+    from specdec_check.report import _commit
+
+    folder = tmp_path / "r"
+    write_report(passed_report, folder, plots=False)
+    monkeypatch.setattr(_commit, "_swap_in", lambda *args, **kwargs: False)
+    write_report(failed_report, folder, plots=False, force=True)
+    assert _assert_whole(folder) == "FAILED"
+    stamp = json.loads((folder / ".specdec-run.json").read_text())
+    assert stamp["run"] == RunIdentity.from_report(failed_report.to_dict()).to_dict()
+    write_report(failed_report, folder, plots=False)  # the same run again: no --force needed

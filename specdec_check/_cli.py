@@ -2,16 +2,19 @@
 
 Subcommands: ``verify``, ``generate``, ``mutants``, ``demo``, ``report``.
 Exit status: 0 passed, 1 failed (including a sampler that raises), 2 usage error (bad
-option, unimportable callable, unreadable report), each reported on one line; 3 is an
-internal error of specdec-check itself (with its traceback). Heavy modules (the checker,
-matplotlib, torch) are imported only by the subcommand that needs them.
+option, unimportable callable, unreadable report, a --report folder that is a file, lies
+under a file, is not writable or holds another run's report without --force), each
+reported on one line; 3 is an internal error of specdec-check itself (with its traceback).
+``report`` exits with the status of the saved verdict: 0 passed or inefficient, 1 failed,
+4 inconclusive, 1 interrupted (``specdec_check.report.VERDICT_EXIT_STATUS``), and 2 for a
+file that is not a valid report or whose ``passed`` contradicts its findings. Heavy
+modules (the checker, matplotlib, torch) are imported only by the subcommand that needs them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -62,12 +65,28 @@ def _resolve_sampler(path: str, kind: str):
 
 
 def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy", root="reports") -> Path:
-    """``reports/<name>-<mode>-seed<seed>``, the name taken from the callable's last component."""
-    name = re.split(r"[:.]", path.strip())[-1] or "sampler"
-    if backend != "numpy" and backend not in name:
-        name = f"{name}-{backend}"
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "sampler"
-    return Path(root) / f"{name}-{mode}-seed{seed}"
+    """``reports/<MODULE.CALLABLE>-<mode>-seed<seed>`` (see :func:`specdec_check.report.default_report_dir`)."""
+    from .report import default_report_dir as _default_report_dir
+
+    return _default_report_dir(path, mode=mode, seed=seed, backend=backend, root=root)
+
+
+def _report_folder(args, path):
+    """``(folder, run identity)`` of a verify/generate run, checked before anything runs.
+
+    ``(None, None)`` with ``--no-report``; a folder that cannot take the report is a usage error.
+    """
+    if args.no_report:
+        return None, None
+    from .report import ReportDirError, RunIdentity, escaped, prepare_report_dir
+
+    identity = RunIdentity.for_command(args.command, path, mode=args.mode, seed=args.seed, backend=args.backend)
+    folder = args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend)
+    try:
+        prepare_report_dir(folder, force=args.force, run_identity=identity)
+    except ReportDirError as exc:
+        raise UsageError(f"cannot write the report to {escaped(exc)}") from None
+    return folder, identity
 
 
 class TqdmProgress:
@@ -182,7 +201,8 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--scenario", dest="scenario_names", action="append", default=None, metavar="NAME",
                      help="run only the scenario(s) of this name; repeatable (e.g. to reproduce a finding)")
     sub.add_argument("--report", default=None, metavar="DIR", type=Path,
-                     help="report folder (default: reports/<callable>-<mode>-seed<seed>)")
+                     help="report folder, checked before the run (default: reports/<MODULE.CALLABLE>-<mode>-seed<seed>)")
+    sub.add_argument("--force", action="store_true", help="replace the report of another run in the report folder")
     sub.add_argument("--format", dest="formats", type=_formats, default=REPORT_FORMATS, metavar="FMT[,FMT...]",
                      help="report files to write: json,md,html (default: all)")
     sub.add_argument("--no-report", action="store_true", help="write no report files")
@@ -233,8 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="re-render a saved report.json",
                             description="Validate a saved report.json and render it again as Markdown and/or HTML "
                                         "(nothing is re-run).",
-                            epilog="Exit status: the saved verdict (0 passed, 1 failed); 2 when the file cannot be "
-                                   "read or is not a valid report.")
+                            epilog="Exit status: the saved verdict (0 passed or inefficient, 1 failed, 4 inconclusive, "
+                                   "1 interrupted); 2 when the file cannot be read, is not a valid report (a FIFO or "
+                                   "device, too large or too deeply nested, not matching the schema) or its \"passed\" "
+                                   "contradicts its findings.")
     report.add_argument("path", metavar="REPORT.json", type=Path, help="a report.json (or the folder holding one)")
     report.add_argument("--format", dest="formats", choices=("md", "html"), action="append", default=None,
                         help="format to render; repeatable (default: md and html)")
@@ -242,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder to write into (default: the folder of REPORT.json)")
     report.add_argument("--stdout", action="store_true", help="print the rendered document instead of writing it")
     report.add_argument("--no-plots", action="store_true", help="leave the figures out of the HTML")
+    report.add_argument("--force", action="store_true", help="replace the report of another run in the --out folder")
     return parser
 
 
@@ -275,6 +298,7 @@ def _scenarios(path, names, command):
 
 def _run_check(args) -> int:
     path = args.callable or default_sampler(_KIND_OF[args.command], args.backend)
+    folder, identity = _report_folder(args, path)  # a bad --report is a usage error before anything runs
     sampler = _resolve_sampler(path, _KIND_OF[args.command])
     scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
     if args.command == "verify":
@@ -300,11 +324,15 @@ def _run_check(args) -> int:
             progress.close()
     data = report.to_dict()
     _emit(data, args)
-    if not args.no_report:
-        from .report import write_report
+    if folder is not None:
+        from .report import ReportDirError, escaped, write_report
 
-        directory = args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend)
-        written = write_report(data, directory, formats=args.formats, plots=not args.no_plots)
+        try:
+            written = write_report(data, folder, formats=args.formats, plots=not args.no_plots, force=args.force,
+                                   run_identity=identity)
+        except (ReportDirError, OSError) as exc:  # the folder changed during the run (another run took it)
+            message = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot write the report to {escaped(message)}") from None
         for fmt in REPORT_FORMATS:
             if fmt in written:
                 print(f"report: {written[fmt]}")
@@ -360,28 +388,31 @@ def _run_demo(args) -> int:
 
 
 def _run_report(args) -> int:
-    from .report import FORMATS, load_report, render_html, render_markdown
-    from .report._atomic import atomic_write_text
+    from .report import ReportDirError, escaped, exit_status, load_report, render_html, render_markdown, rerender_report
 
+    formats = list(dict.fromkeys(args.formats or ("md", "html")))
+    if args.stdout and len(formats) != 1:
+        raise UsageError("--stdout needs exactly one --format")
     try:
-        data = load_report(args.path)
+        if args.stdout:
+            data = load_report(args.path)
+        else:
+            data, written = rerender_report(args.path, out=args.out, formats=formats, plots=not args.no_plots,
+                                            force=args.force)
+    except ReportDirError as exc:
+        raise UsageError(f"cannot write the report to {escaped(exc)}") from None
     except (OSError, ValueError) as exc:
         message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        where = f"{args.path}: " if isinstance(exc, OSError) else ""
-        raise UsageError(f"cannot read report {where}{' '.join(str(message).split())}") from None
-    formats = list(dict.fromkeys(args.formats or ("md", "html")))
-    render = {"md": render_markdown, "html": lambda d: render_html(d, plots=not args.no_plots)}
+        where = f"{exc.filename if getattr(exc, 'filename', None) else args.path}: " if isinstance(exc, OSError) else ""
+        raise UsageError(f"cannot read report {escaped(where)}{escaped(' '.join(str(message).split()))}") from None
     if args.stdout:
-        if len(formats) != 1:
-            raise UsageError("--stdout needs exactly one --format")
+        render = {"md": render_markdown, "html": lambda d: render_html(d, plots=not args.no_plots)}
         sys.stdout.write(render[formats[0]](data))
     else:
-        path = args.path / FORMATS["json"] if args.path.is_dir() else args.path
-        out = args.out or path.parent
         print(_text(data))
         for fmt in formats:
-            print(f"report: {atomic_write_text(Path(out) / FORMATS[fmt], render[fmt](data))}")
-    return EXIT_PASSED if data.get("passed") else EXIT_FAILED
+            print(f"report: {written[fmt]}")
+    return exit_status(data)
 
 
 def _text(data):

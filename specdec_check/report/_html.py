@@ -1,7 +1,10 @@
 """``report.html``: one self-contained page (inline CSS, data: URI images, no scripts, no network).
 
 Every string that comes from the report (sampler name, scenario names, messages,
-evidence, repro commands) goes through :func:`html.escape`. A Content-Security-Policy
+evidence, repro commands) has its control characters made visible (:mod:`._escape`) and
+then goes through :func:`html.escape`. Rendering is linear in the size of the report:
+names in figures are cut short (:mod:`._plots`), so a megabyte-long scenario name costs
+milliseconds, not the minutes matplotlib would spend laying it out. A Content-Security-Policy
 meta tag forbids scripts and any network fetch, as a second line of defence.
 """
 
@@ -10,7 +13,19 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ._summary import check_rows, efficiency_rows, evidence_text, fmt_count, fmt_num, fmt_p, settings_rows, test_rows
+from ._escape import one_line, printable
+from ._summary import (
+    check_rows,
+    efficiency_rows,
+    evidence_text,
+    fmt_count,
+    fmt_num,
+    fmt_p,
+    headline,
+    settings_rows,
+    test_rows,
+    verdict_of,
+)
 
 __all__ = ["render_html"]
 
@@ -28,16 +43,31 @@ th, td { border: 1px solid #d8dbe2; padding: .25em .55em; text-align: left; vert
 th { background: #eef0f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict { display: inline-block; padding: .15em .7em; border-radius: .3em; font-weight: 700; color: #fff; }
 .v-passed { background: #2e7d32; } .v-failed { background: #c0392b; } .v-inefficient { background: #b9770e; }
+.v-inconclusive { background: #6c5b7b; } .v-interrupted { background: #7f8c8d; }
 tr.fail td { background: #fdecea; } tr.warn td { background: #fff6e0; }
 .finding { border-left: 4px solid #c0392b; padding: .1em .9em; margin: 1em 0; background: #fcfcfd; }
 .finding.inefficiency { border-color: #b9770e; } .finding.warning { border-color: #7f8c8d; }
+.finding.nonstandard { border-color: #5b7db1; }
 figure { margin: 1.2em 0; } figure img { max-width: 100%; border: 1px solid #e2e4ea; }
 figcaption { color: #555; font-size: 12.5px; } .note { color: #555; }
 """
 
 
 def _e(value) -> str:
-    return escape(str(value), quote=True)
+    """Escape a string from the report for HTML text or an attribute (control characters made visible)."""
+    return escape(printable(value), quote=True)
+
+
+def _e1(value) -> str:
+    """:func:`_e` on one line (whitespace runs collapsed)."""
+    return escape(one_line(value), quote=True)
+
+
+#: CSS class of a verdict-table row for each status.
+_ROW_CLASS = {"FAILED": "fail", "inefficient": "warn", "warning": "warn", "rejected": "warn"}
+
+#: Heading word of a finding: warnings and nonstandard findings are labelled as information.
+_FINDING_TITLE = {"warning": "warning (not a failure)", "nonstandard": "nonstandard (information only)"}
 
 
 def _row(cells, cls="") -> str:
@@ -46,11 +76,11 @@ def _row(cells, cls="") -> str:
 
 
 def _td(value, num=False) -> str:
-    return f'<td class="num">{_e(value)}</td>' if num else f"<td>{_e(value)}</td>"
+    return f'<td class="num">{_e1(value)}</td>' if num else f"<td>{_e1(value)}</td>"
 
 
 def _tdc(value) -> str:
-    return f"<td><code>{_e(value)}</code></td>"
+    return f"<td><code>{_e1(value)}</code></td>"
 
 
 def _table(header, rows) -> str:
@@ -73,7 +103,7 @@ def _figures_html(data: dict, plots: bool) -> str:
     for title, caption, png in figures:
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         parts.append(
-            f'<figure><img src="{uri}" alt="{_e(title)}"><figcaption><b>{_e(title)}.</b> {_e(caption)}'
+            f'<figure><img src="{uri}" alt="{_e1(title)}"><figcaption><b>{_e1(title)}.</b> {_e1(caption)}'
             "</figcaption></figure>"
         )
     return "\n".join(parts)
@@ -81,30 +111,29 @@ def _figures_html(data: dict, plots: bool) -> str:
 
 def render_html(data: dict, *, plots: bool = True) -> str:
     """The report as one self-contained HTML page; ``plots=False`` (or no matplotlib) leaves figures out."""
-    verdict = str(data.get("verdict", "passed" if data.get("passed") else "failed"))
+    verdict = verdict_of(data)
     findings = data.get("findings", [])
-    counts = {k: sum(f.get("kind") == k for f in findings) for k in ("failure", "inefficiency", "warning")}
+    checks = check_rows(data)
+    failed_checks = {r["check"] for r in checks if r["status"] == "FAILED"}
+    css = verdict if verdict in ("passed", "failed", "inefficient", "inconclusive", "interrupted") else "failed"
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>specdec-check: {_e(data.get('sampler', ''))}: {_e(verdict)}</title>",
+        f"<title>specdec-check: {_e1(data.get('sampler', ''))}: {_e1(verdict)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>specdec-check {_e(data.get('kind', ''))} report: <code>{_e(data.get('sampler', ''))}</code></h1>",
-        f'<p><span id="verdict" class="verdict v-{_e(verdict)}">{_e(verdict.upper())}</span> '
-        f"{len(data.get('results', []))} tests on {len(data.get('scenarios', []))} scenarios, "
-        f"{_e(fmt_count(data.get('samples_used')))} samples; {counts['failure']} failures, "
-        f"{counts['inefficiency']} inefficiencies, {counts['warning']} warnings.</p>",
+        f"<h1>specdec-check {_e1(data.get('kind', ''))} report: <code>{_e1(data.get('sampler', ''))}</code></h1>",
+        f'<p><span id="verdict" class="verdict v-{css}">{_e1(verdict.upper())}</span> {_e(headline(data))}.</p>',
         "<h2>Verdict by check</h2>",
     ]
     rows = []
-    for r in check_rows(data):
+    for r in checks:
         status = r["status"] + (f" ({r['rejected']}/{r['tests']} rejected)" if r["rejected"] else "")
         rows.append(_row(
             [_tdc(r["check"]), _td(status), _td(fmt_p(r["pvalue"], r["evalue"])), _td(fmt_num(r["min_detectable_tv"]), True),
              _td(fmt_num(r["tv_upper"]), True), _td(fmt_count(r["samples"]), True)],
-            "fail" if r["status"] == "FAILED" else ("warn" if r["status"] == "inefficient" else ""),
+            _ROW_CLASS.get(r["status"], ""),
         ))
     out.append(_table(["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "samples"], rows))
     out.append('<p class="note">p-values are the smallest and e-values the largest over a check\'s scenarios; '
@@ -118,13 +147,15 @@ def render_html(data: dict, *, plots: bool = True) -> str:
         out.append("<p>None.</p>")
     for f in findings:
         kind = str(f.get("kind", ""))
-        out.append(f'<div class="finding {_e(kind)}">')
-        out.append(f"<h3>{_e(kind)}: <code>{_e(f.get('scenario', ''))}</code> / <code>{_e(f.get('check', ''))}</code></h3>")
-        out.append(f"<p>{_e(f.get('message', ''))}</p>")
+        css = kind if kind in ("failure", "inefficiency", "warning", "nonstandard") else "failure"
+        out.append(f'<div class="finding {css}">')
+        out.append(f"<h3>{_e1(_FINDING_TITLE.get(kind, kind))}: <code>{_e1(f.get('scenario', ''))}</code> / "
+                   f"<code>{_e1(f.get('check', ''))}</code></h3>")
+        out.append(f"<p>{_e1(f.get('message', ''))}</p>")
         if f.get("evidence"):
             out.append(f"<p>Evidence:</p><pre>{_e(evidence_text(f['evidence']))}</pre>")
         if f.get("repro"):
-            out.append(f"<p>Reproduce:</p><pre><code>{_e(' '.join(str(f['repro']).split()))}</code></pre>")
+            out.append(f"<p>Reproduce:</p><pre><code>{_e1(f['repro'])}</code></pre>")
         out.append("</div>")
 
     out.append("<h2>Tests</h2>")
@@ -135,7 +166,7 @@ def render_html(data: dict, *, plots: bool = True) -> str:
              _td(fmt_num(r.get("statistic")), True), _td(fmt_count(r.get("n")), True), _td(fmt_count(r.get("bins")), True),
              _td(fmt_num(r.get("min_detectable_tv")), True), _td(fmt_num(r.get("tv_plugin")), True),
              _td(fmt_num(r.get("tv_upper")), True)],
-            "" if r.get("passed") else "fail",
+            "" if r.get("passed") else ("fail" if r.get("check") in failed_checks else "warn"),
         )
         for r in test_rows(data)
     ]

@@ -1,10 +1,27 @@
-"""``report.md``: GitHub-flavoured Markdown rendered from ``CheckReport.to_dict()``."""
+"""``report.md``: GitHub-flavoured Markdown rendered from ``CheckReport.to_dict()``.
+
+Every string from the report is escaped twice over: control characters become visible
+escapes (:mod:`._escape`), then Markdown and HTML syntax is neutralised. Rendering is
+linear in the size of the report.
+"""
 
 from __future__ import annotations
 
 import re
 
-from ._summary import check_rows, efficiency_rows, evidence_text, fmt_count, fmt_num, fmt_p, settings_rows, test_rows
+from ._escape import one_line
+from ._summary import (
+    check_rows,
+    efficiency_rows,
+    evidence_text,
+    fmt_count,
+    fmt_num,
+    fmt_p,
+    headline,
+    settings_rows,
+    test_rows,
+    verdict_of,
+)
 
 __all__ = ["render_markdown"]
 
@@ -13,8 +30,7 @@ _SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|!~])")
 
 def _text(value) -> str:
     """Escape a user-supplied string for Markdown prose or a table cell (one line, no HTML)."""
-    text = " ".join(str(value).split())
-    text = text.replace("&", "&amp;")
+    text = one_line(value).replace("&", "&amp;")
     return _SPECIAL.sub(lambda m: {"<": "&lt;", ">": "&gt;"}.get(m.group(1), "\\" + m.group(1)), text)
 
 
@@ -24,9 +40,10 @@ def _code(value) -> str:
     Strings with HTML-significant characters are escaped prose instead: entities are not
     decoded inside code spans, so escaping there is impossible.
     """
-    if any(c in str(value) for c in "<>&"):
+    text = one_line(value)
+    if any(c in text for c in "<>&"):
         return _text(value)
-    text = " ".join(str(value).split()).replace("|", "\\|")
+    text = text.replace("|", "\\|")
     run = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (run + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -45,18 +62,27 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _finding_title(kind) -> str:
+    """Heading word of a finding: warnings and nonstandard findings are labelled as information."""
+    return {"warning": "warning (not a failure)", "nonstandard": "nonstandard (information only)"}.get(kind, kind)
+
+
+def _test_result(record: dict, failed_checks: set) -> str:
+    """``passed``, or ``REJECTED`` (bold only where the rejection made its check fail)."""
+    if record.get("passed"):
+        return "passed"
+    return "**REJECTED**" if record.get("check") in failed_checks else "REJECTED"
+
+
 def render_markdown(data: dict) -> str:
     """The report as Markdown: verdict table first, then findings with evidence and repro, tests, scenarios."""
-    verdict = str(data.get("verdict", "passed" if data.get("passed") else "failed"))
+    verdict = verdict_of(data)
+    rows = check_rows(data)
+    failed_checks = {r["check"] for r in rows if r["status"] == "FAILED"}
     out = [
         f"# specdec-check {_text(data.get('kind', ''))} report: {_code(data.get('sampler', ''))}",
         "",
-        f"**Verdict: {verdict.upper()}**. "
-        f"{len(data.get('results', []))} tests on {len(data.get('scenarios', []))} scenarios, "
-        f"{fmt_count(data.get('samples_used'))} samples; "
-        f"{sum(f.get('kind') == 'failure' for f in data.get('findings', []))} failures, "
-        f"{sum(f.get('kind') == 'inefficiency' for f in data.get('findings', []))} inefficiencies, "
-        f"{sum(f.get('kind') == 'warning' for f in data.get('findings', []))} warnings.",
+        f"**Verdict: {_text(verdict.upper())}**. {headline(data)}.",
         "",
         "## Verdict by check",
         "",
@@ -73,7 +99,7 @@ def render_markdown(data: dict) -> str:
                 fmt_num(r["tv_upper"]),
                 fmt_count(r["samples"]),
             ]
-            for r in check_rows(data)
+            for r in rows
         ],
     )
     out += ["", "p-values are the smallest and e-values the largest over a check's scenarios; TV columns are the "
@@ -86,7 +112,8 @@ def render_markdown(data: dict) -> str:
         out.append("None.")
     for i, f in enumerate(findings, 1):
         out += [
-            f"### {i}. {_text(f.get('kind', ''))}: {_code(f.get('scenario', ''))} / {_code(f.get('check', ''))}",
+            f"### {i}. {_text(_finding_title(f.get('kind', '')))}: {_code(f.get('scenario', ''))} / "
+            f"{_code(f.get('check', ''))}",
             "",
             _text(f.get("message", "")),
             "",
@@ -94,7 +121,7 @@ def render_markdown(data: dict) -> str:
         if f.get("evidence"):
             out += ["Evidence:", ""] + _block(evidence_text(f["evidence"]), "json") + [""]
         if f.get("repro"):
-            out += ["Reproduce:", ""] + _block(" ".join(str(f["repro"]).split()), "sh") + [""]
+            out += ["Reproduce:", ""] + _block(one_line(f["repro"]), "sh") + [""]
 
     out += ["", "## Tests", ""]
     out += _table(
@@ -103,7 +130,7 @@ def render_markdown(data: dict) -> str:
         [
             [
                 _code(r.get("scenario", "")), _code(r.get("check", "")), _text(r.get("method", "")),
-                "passed" if r.get("passed") else "**REJECTED**", fmt_p(r.get("pvalue"), r.get("evalue")),
+                _test_result(r, failed_checks), fmt_p(r.get("pvalue"), r.get("evalue")),
                 fmt_num(r.get("statistic")), fmt_count(r.get("n")), fmt_count(r.get("bins")),
                 fmt_num(r.get("min_detectable_tv")), fmt_num(r.get("tv_plugin")), fmt_num(r.get("tv_upper")),
             ]

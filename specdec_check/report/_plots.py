@@ -2,6 +2,11 @@
 
 Uses the object-oriented API (``Figure`` + ``FigureCanvasAgg``): no pyplot, no global
 backend switch, nothing shown. PNG metadata is pinned so the bytes are reproducible.
+
+Matplotlib lays text out at roughly half a millisecond per character, so every name drawn
+(scenario, check, bin label) is cut to a few dozen characters by :func:`_label`, which also
+escapes control characters and ``$`` (mathtext); and the number of curves, legend
+entries, rows and figures is capped. A report of any size draws in bounded time.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from statistics import NormalDist
 import numpy as np
 
 __all__ = [
+    "LABEL_LIMIT",
     "MAX_BINS",
     "available",
     "efficiency_png",
@@ -27,8 +33,35 @@ __all__ = [
 
 #: At most this many bins per law plot (the most probable ones are kept).
 MAX_BINS = 60
+#: Longest name drawn in a figure (titles, legends, tick labels); the tables keep the whole name.
+LABEL_LIMIT = 48
+#: At most this many scenarios per efficiency or speedup figure (one legend entry each).
+MAX_SCENARIO_CURVES = 24
+#: At most this many Equation 1 curves (distinct γ) in the efficiency figure.
+MAX_GAMMA_CURVES = 8
+#: At most this many checks (rows) in the p-value overview.
+MAX_CHECK_ROWS = 40
+#: At most this many law figures (one per check; checks with a rejected test first).
+MAX_LAW_FIGURES = 16
 #: Simultaneous coverage of the per-bin intervals (Bonferroni over the bins shown).
 CI_LEVEL = 0.99
+
+
+def _label(value, limit: int = LABEL_LIMIT) -> str:
+    """A name as drawn: one line, control characters escaped, ``$`` literal, at most ``limit`` characters."""
+    from ._escape import one_line
+
+    text = one_line(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("$", r"\$")
+
+
+def _clip_name(value) -> str:
+    """A name for an HTML figure title (escaped by the page, so ``$`` stays as it is)."""
+    from ._escape import clip, one_line
+
+    return clip(one_line(value), 120)
 
 
 def available() -> bool:
@@ -88,12 +121,9 @@ def law_data(details: dict):
         return None
     if observed.ndim == 1:
         rows_obs, rows_exp = observed[None, :], expected[None, :]
-        labels = [str(i) for i in range(observed.size)]
     else:
         rows_obs = observed.reshape(-1, observed.shape[-1])
         rows_exp = expected.reshape(-1, expected.shape[-1])
-        index = np.ndindex(*observed.shape)
-        labels = [",".join(str(i) for i in idx) for idx in index]
     row_sums = rows_exp.sum(axis=1)
     if rows_obs.shape[0] > 1 and np.allclose(row_sums[row_sums > 0], 1.0, atol=1e-6):
         n = np.repeat(rows_obs.sum(axis=1, keepdims=True), rows_obs.shape[1], axis=1)
@@ -102,19 +132,31 @@ def law_data(details: dict):
         if rows_exp.sum() > 0:
             rows_exp = rows_exp / rows_exp.sum()
     obs, exp, n = rows_obs.ravel(), rows_exp.ravel(), n.ravel()
-    if custom := details.get("labels"):
-        flat = np.asarray(custom, dtype=object).ravel()
-        if flat.size == obs.size:
-            labels = [str(x) for x in flat]
     total = obs.size
     keep = np.arange(total)
     if total > MAX_BINS:
         score = exp + obs / np.maximum(n, 1)
         keep = np.sort(np.argsort(-score, kind="stable")[:MAX_BINS])
+    labels = _bin_labels(details.get("labels"), observed.shape, keep)
     z = NormalDist().inv_cdf(1 - (1 - CI_LEVEL) / (2 * keep.size))
     freq = obs[keep] / np.maximum(n[keep], 1)
     lower, upper = _wilson(obs[keep], n[keep], z)
-    return [labels[i] for i in keep], exp[keep], freq, lower, upper, total
+    return labels, exp[keep], freq, lower, upper, total
+
+
+def _bin_labels(custom, shape, keep) -> list[str]:
+    """Labels of the kept bins: the report's own (cut short) or the bin's index (``"i"`` or ``"i,j"``)."""
+    total = int(np.prod(shape))
+    if isinstance(custom, list):
+        try:
+            flat = np.asarray(custom, dtype=object).ravel()
+        except ValueError:  # ragged
+            flat = None
+        if flat is not None and flat.size == total:
+            return [_label(flat[i], 16) for i in keep]
+    if len(shape) == 1:
+        return [str(int(i)) for i in keep]
+    return [",".join(str(int(j)) for j in np.unravel_index(int(i), shape)) for i in keep]
 
 
 def _law_axes(ax, record, law, *, small=False):
@@ -135,8 +177,8 @@ def _law_axes(ax, record, law, *, small=False):
     ax.tick_params(labelsize=6 if small else 8)
     shown = "" if total == len(labels) else f" ({len(labels)}/{total} bins)"
     failed = not record.get("passed", True)
-    title = (f"{record.get('scenario')}{shown}" if small
-             else f"{record.get('scenario')} / {record.get('check')}{shown}")
+    title = (f"{_label(record.get('scenario'))}{shown}" if small
+             else f"{_label(record.get('scenario'))} / {_label(record.get('check'))}{shown}")
     ax.set_title(("REJECTED: " if failed else "") + title, fontsize=7 if small else 9,
                  color="#c0392b" if failed else "black")
 
@@ -179,7 +221,7 @@ def law_grid_png(records: list) -> bytes | None:
         _law_axes(ax, record, law, small=True)
         if i == 0:
             ax.legend(fontsize=5, loc="best")
-    fig.suptitle(f"{records[0].get('check')}: exact law (bars) against empirical frequencies "
+    fig.suptitle(f"{_label(records[0].get('check'))}: exact law (bars) against empirical frequencies "
                  f"(simultaneous {CI_LEVEL:.0%} Wilson intervals)", fontsize=9)
     return _png(fig)
 
@@ -192,7 +234,8 @@ def efficiency_png(scenarios: list) -> bytes | None:
     """Tokens per step against the acceptance rate: Equation 1 curves, measured and exact points."""
     from ..exact import expected_tokens_per_step
 
-    points = [s for s in scenarios if _finite(s.get("acceptance_measured")) and _finite(s.get("tokens_per_step_measured"))]
+    points = [s for s in scenarios if _finite(s.get("acceptance_measured")) and _finite(s.get("tokens_per_step_measured"))
+              and isinstance(s.get("gamma"), int)][:MAX_SCENARIO_CURVES]
     if not points:
         return None
     fig = _figure()
@@ -201,11 +244,12 @@ def efficiency_png(scenarios: list) -> bytes | None:
     ax = fig.add_subplot()
     grid = np.linspace(0.0, 1.0, 201)
     colors = _colors(len(points))
-    for gamma in sorted({int(s["gamma"]) for s in points}):
+    for gamma in sorted({int(s["gamma"]) for s in points})[:MAX_GAMMA_CURVES]:
         ax.plot(grid, [expected_tokens_per_step(a, gamma) for a in grid], color="#999999", lw=1, ls="--")
         ax.annotate(f"Eq. 1, γ={gamma}", (1.0, gamma + 1), fontsize=7, ha="right", va="bottom", color="#666666")
     for color, s in zip(colors, points):
-        ax.plot(s["acceptance_measured"], s["tokens_per_step_measured"], "o", color=color, label=f"{s['name']} (measured)")
+        ax.plot(s["acceptance_measured"], s["tokens_per_step_measured"], "o", color=color,
+                label=f"{_label(s.get('name'))} (measured)")
         if _finite(s.get("acceptance_expected")) and _finite(s.get("tokens_per_step_expected")):
             ax.plot(s["acceptance_expected"], s["tokens_per_step_expected"], "x", ms=8, color=color)
     ax.set_xlim(0, 1.02)
@@ -220,7 +264,8 @@ def speedup_png(scenarios: list) -> bytes | None:
     """Theorem 3.8's expected speedup against the cost ratio c, with the break-even point α = c."""
     from ..exact import expected_speedup
 
-    points = [s for s in scenarios if _finite(s.get("acceptance_measured")) and 0 <= s["acceptance_measured"] <= 1]
+    points = [s for s in scenarios if _finite(s.get("acceptance_measured")) and 0 <= s["acceptance_measured"] <= 1
+              and isinstance(s.get("gamma"), int)][:MAX_SCENARIO_CURVES]
     if not points:
         return None
     fig = _figure()
@@ -231,7 +276,7 @@ def speedup_png(scenarios: list) -> bytes | None:
     for color, s in zip(_colors(len(points)), points):
         alpha, gamma = float(s["acceptance_measured"]), int(s["gamma"])
         ax.plot(grid, [expected_speedup(alpha, gamma, c) for c in grid], color=color,
-                label=f"{s['name']} (α={alpha:.3f}, γ={gamma})")
+                label=f"{_label(s.get('name'))} (α={alpha:.3f}, γ={gamma})")
         ax.axvline(alpha, color=color, ls=":", lw=1)
     ax.axhline(1.0, color="#444444", lw=0.8)
     ax.plot([], [], color="#444444", ls=":", lw=1, label="break-even α = c (Cor. 3.9)")
@@ -244,35 +289,54 @@ def speedup_png(scenarios: list) -> bytes | None:
 
 
 def pvalue_png(results: list, alpha_per_check) -> bytes | None:
-    """-log10 p (circles) and log10 e (squares) of every test, one row per check, against the threshold."""
+    """-log10 p (circles) and log10 e (squares) of every test, one row per check, against the threshold.
+
+    At most :data:`MAX_CHECK_ROWS` checks are drawn (checks with a rejected test first, then
+    in report order); the points are drawn in four vectorised calls, whatever their number.
+    """
     rows = [r for r in results if _finite(r.get("pvalue")) or _finite(r.get("evalue"))]
     if not rows:
         return None
     checks = list(dict.fromkeys(str(r.get("check")) for r in rows))
+    if len(checks) > MAX_CHECK_ROWS:
+        rejected = {str(r.get("check")) for r in rows if not r.get("passed", True)}
+        chosen = set([c for c in checks if c in rejected][:MAX_CHECK_ROWS])
+        chosen.update([c for c in checks if c not in chosen][: MAX_CHECK_ROWS - len(chosen)])
+        checks = [c for c in checks if c in chosen]
+    labels = [_label(c) for c in checks]
     width = 7.0
     fig = _figure(width=width, height=max(2.2, 0.32 * len(checks) + 1.2),
-                  left=0.3 + 0.07 * max(len(c) for c in checks))
+                  left=0.3 + 0.07 * max(len(c) for c in labels))
     if fig is None:
         return None
     ax = fig.add_subplot()
     ypos = {c: len(checks) - 1 - i for i, c in enumerate(checks)}
     offsets = {}
+    points = {}  # (marker, color) -> ([x], [y])
     for r in rows:
         check = str(r.get("check"))
+        if check not in ypos:
+            continue
         k = offsets.get(check, 0)
         offsets[check] = k + 1
         yi = ypos[check] + ((k % 5) - 2) * 0.08  # a little jitter between scenarios
         color = "#2e7d32" if r.get("passed", True) else "#c0392b"
         if _finite(r.get("pvalue")):
-            ax.plot(-math.log10(max(r["pvalue"], 1e-300)), yi, "o", color=color, ms=4, alpha=0.8)
+            xs, ys = points.setdefault(("o", color), ([], []))
+            xs.append(-math.log10(max(r["pvalue"], 1e-300)))
+            ys.append(yi)
         if _finite(r.get("evalue")) and r["evalue"] > 0:
-            ax.plot(math.log10(max(r["evalue"], 1e-300)), yi, "s", color=color, ms=4, mfc="none", alpha=0.8)
+            xs, ys = points.setdefault(("s", color), ([], []))
+            xs.append(math.log10(max(r["evalue"], 1e-300)))
+            ys.append(yi)
+    for (marker, color), (xs, ys) in points.items():
+        ax.plot(xs, ys, marker, color=color, ms=4, alpha=0.8, **({"mfc": "none"} if marker == "s" else {}))
     if _finite(alpha_per_check) and 0 < alpha_per_check < 1:
         ax.axvline(-math.log10(alpha_per_check), color="#c0392b", ls="--", lw=1,
                    label=f"rejection: p < {alpha_per_check:.2g} or e > {1 / alpha_per_check:.2g}")
         ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks([ypos[c] for c in checks])
-    ax.set_yticklabels(checks, fontsize=8)
+    ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(-0.6, len(checks) - 0.4)
     ax.set_xlabel("−log10 p (o)   ·   log10 e (□)")
     ax.set_title("Evidence against exactness, every test (green passed, red rejected)", fontsize=9)
@@ -305,11 +369,14 @@ def report_figures(data: dict) -> list[tuple[str, str, bytes]]:
     for record in results:
         if law_data(record.get("details") or {}) is not None:
             by_check.setdefault(str(record.get("check")), []).append(record)
+    if len(by_check) > MAX_LAW_FIGURES:  # checks with a rejected test first, then in report order
+        order = sorted(by_check, key=lambda c: all(r.get("passed", True) for r in by_check[c]))
+        by_check = {c: by_check[c] for c in order[:MAX_LAW_FIGURES]}
     for check, records in by_check.items():
         n = len(records)
         more = f" (the first {MAX_PANELS} of {n} scenarios, rejected ones first)" if n > MAX_PANELS else ""
         jobs.append((
-            f"{check}: exact against empirical law",
+            f"{_clip_name(check)}: exact against empirical law",
             f"Exact law (bars) against the empirical frequencies (points) per scenario{more}; error bars are "
             f"simultaneous {CI_LEVEL:.0%} Wilson intervals over the bins of a panel.",
             lambda records=records: law_grid_png(records),

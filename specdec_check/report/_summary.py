@@ -7,6 +7,9 @@ import math
 
 __all__ = [
     "check_rows",
+    "finding_counts",
+    "headline",
+    "verdict_of",
     "efficiency_rows",
     "evidence_text",
     "fmt_count",
@@ -59,39 +62,59 @@ def _min(values):
     return min(values) if values else None
 
 
+def _status(kinds: set, rejected: int, records: int, verdict: str) -> str:
+    """The verdict-table status of one check.
+
+    ``FAILED`` only for a check named by a failure finding, or (in a failed report) one
+    whose tests rejected without another finding to explain them: an INEFFICIENT,
+    inconclusive or interrupted report never shows a FAILED row. Inefficiency, warning and
+    nonstandard findings show as such; a check without tests in an interrupted report was
+    not run.
+    """
+    if "failure" in kinds:
+        return "FAILED"
+    if "inefficiency" in kinds:
+        return "inefficient"
+    if "warning" in kinds:
+        return "warning"
+    if rejected:
+        return {"failed": "FAILED", "inefficient": "inefficient"}.get(verdict, "rejected")
+    if "nonstandard" in kinds:
+        return "nonstandard"
+    if not records and verdict == "interrupted":
+        return "not run"
+    return "passed"
+
+
 def check_rows(data: dict) -> list[dict]:
     """One row per check, across scenarios: the verdict table at the top of a report.
 
-    A check passes when all its tests pass and no *failure* finding names it. It shows
-    the smallest p-value, the largest e-value, the largest (worst) minimum detectable
-    TV, the largest certified TV bound and the samples its tests used.
+    A check's status is ``FAILED`` when a failure finding names it (see :func:`_status` for
+    the rest). It shows the smallest p-value, the largest e-value, the largest (worst)
+    minimum detectable TV, the largest certified TV bound and the samples its tests used.
+    Linear in the number of results and findings (one pass to group them).
     """
-    order = list(data.get("checks") or [])
+    verdict = str(data.get("verdict", "passed" if data.get("passed") else "failed"))
+    records_of: dict = {}
+    kinds_of: dict = {}
+    for check in data.get("checks") or []:
+        records_of.setdefault(check, [])
     for record in data.get("results", []):
-        if record.get("check") not in order:
-            order.append(record.get("check"))
+        records_of.setdefault(record.get("check"), []).append(record)
     for finding in data.get("findings", []):
-        if finding.get("check") not in order:
-            order.append(finding.get("check"))
+        records_of.setdefault(finding.get("check"), [])
+        kinds_of.setdefault(finding.get("check"), set()).add(finding.get("kind"))
     rows = []
-    for check in order:
-        records = [r for r in data.get("results", []) if r.get("check") == check]
-        findings = [f for f in data.get("findings", []) if f.get("check") == check]
-        failures = [f for f in findings if f.get("kind") == "failure"]
-        inefficient = [f for f in findings if f.get("kind") == "inefficiency"]
-        rejected = [r for r in records if not r.get("passed", True)]
-        passed = not rejected and not failures
-        if passed:
-            status = "inefficient" if inefficient else "passed"
-        else:
-            status = "FAILED"
+    for check, records in records_of.items():
+        rejected = sum(1 for r in records if not r.get("passed", True))
+        status = _status(kinds_of.get(check, set()), rejected, len(records), verdict)
         rows.append(
             {
                 "check": check,
                 "status": status,
-                "passed": passed,
+                "passed": status != "FAILED",
                 "tests": len(records),
-                "rejected": len(rejected),
+                "rejected": rejected,
                 "pvalue": _min(r.get("pvalue") for r in records),
                 "evalue": _max(r.get("evalue") for r in records),
                 "min_detectable_tv": _max(r.get("min_detectable_tv") for r in records),
@@ -101,6 +124,32 @@ def check_rows(data: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def finding_counts(data: dict) -> dict:
+    """``{kind: count}`` of the findings, every kind present (the headline of each renderer)."""
+    from ._verdict import FINDING_KINDS
+
+    counts = dict.fromkeys(FINDING_KINDS, 0)
+    for finding in data.get("findings", []):
+        kind = finding.get("kind")
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def headline(data: dict) -> str:
+    """``"12 tests on 3 scenarios, 3,146 samples; 0 failures, 1 inefficiency, ..."`` (nonstandard only when present)."""
+    counts = finding_counts(data)
+    parts = [f"{counts['failure']} failures", f"{counts['inefficiency']} inefficiencies", f"{counts['warning']} warnings"]
+    if counts.get("nonstandard"):
+        parts.append(f"{counts['nonstandard']} nonstandard (information only)")
+    return (f"{len(data.get('results', []))} tests on {len(data.get('scenarios', []))} scenarios, "
+            f"{fmt_count(data.get('samples_used'))} samples; " + ", ".join(parts))
+
+
+def verdict_of(data: dict) -> str:
+    """The report's verdict word (older dicts without one: from ``passed``)."""
+    return str(data.get("verdict", "passed" if data.get("passed") else "failed"))
 
 
 def test_rows(data: dict) -> list[dict]:

@@ -1,14 +1,26 @@
-"""Plain-text verdict table for terminals."""
+"""Plain-text verdict table for terminals.
+
+Every string from the report goes through :func:`._escape.one_line`: an escape sequence in
+a scenario name or a message is printed as visible text, never sent to the terminal.
+Names are cut at :data:`NAME_LIMIT` characters (the report files keep them whole), so a
+huge name cannot flood the terminal or widen every row of the table.
+"""
 
 from __future__ import annotations
 
-from ._summary import check_rows, fmt_count, fmt_num, fmt_p
+from ._escape import clip, one_line
+from ._summary import check_rows, fmt_count, fmt_num, fmt_p, headline, verdict_of
 
 __all__ = ["render_text"]
 
+#: Longest name (check, scenario, sampler, setting) shown in the terminal.
+NAME_LIMIT = 120
+#: Longest message or repro line shown in the terminal.
+MESSAGE_LIMIT = 2000
 
-def _one_line(value) -> str:
-    return " ".join(str(value).split())
+
+def _name(value) -> str:
+    return clip(one_line(value), NAME_LIMIT)
 
 
 def _grid(header, rows) -> list[str]:
@@ -18,17 +30,18 @@ def _grid(header, rows) -> list[str]:
 
 
 def render_text(data: dict) -> str:
-    verdict = str(data.get("verdict", "passed" if data.get("passed") else "failed"))
-    device = f", device={data.get('device')}" if data.get("device") else ""
+    verdict = verdict_of(data)
+    device = f", device={_name(data.get('device'))}" if data.get("device") else ""
     lines = [
-        f"specdec-check {_one_line(data.get('kind', ''))}: {_one_line(data.get('sampler', ''))}",
-        f"mode={data.get('mode')}, backend={data.get('backend')}{device}, dtype={data.get('dtype')}, "
-        f"seed={data.get('seed')}, alpha={fmt_num(data.get('alpha'))}; {fmt_count(data.get('samples_used'))} samples "
-        f"in {fmt_num(data.get('elapsed_s'))} s",
+        f"specdec-check {_name(data.get('kind', ''))}: {_name(data.get('sampler', ''))}",
+        f"mode={_name(data.get('mode'))}, backend={_name(data.get('backend'))}{device}, dtype={_name(data.get('dtype'))}, "
+        f"seed={_name(data.get('seed'))}, alpha={fmt_num(data.get('alpha'))}; {fmt_count(data.get('samples_used'))} "
+        f"samples in {fmt_num(data.get('elapsed_s'))} s",
+        headline(data),
         "",
     ]
     rows = [
-        [r["check"], r["status"] + (f" ({r['rejected']}/{r['tests']})" if r["rejected"] else ""),
+        [_name(r["check"]), r["status"] + (f" ({r['rejected']}/{r['tests']})" if r["rejected"] else ""),
          fmt_p(r["pvalue"], r["evalue"]), fmt_num(r["min_detectable_tv"]), fmt_num(r["tv_upper"]), fmt_count(r["samples"])]
         for r in check_rows(data)
     ]
@@ -37,9 +50,9 @@ def render_text(data: dict) -> str:
     if findings:
         lines.append("")
     for f in findings:
-        lines.append(f"[{f.get('kind')}] {_one_line(f.get('scenario', ''))} / {_one_line(f.get('check', ''))}: "
-                     f"{_one_line(f.get('message', ''))}")
+        lines.append(f"[{_name(f.get('kind'))}] {_name(f.get('scenario', ''))} / {_name(f.get('check', ''))}: "
+                     f"{clip(one_line(f.get('message', '')), MESSAGE_LIMIT)}")
         if f.get("repro"):
-            lines.append(f"    repro: {_one_line(f['repro'])}")
-    lines += ["", f"verdict: {verdict.upper()}"]
+            lines.append(f"    repro: {clip(one_line(f['repro']), MESSAGE_LIMIT)}")
+    lines += ["", f"verdict: {_name(verdict).upper()}"]
     return "\n".join(lines)

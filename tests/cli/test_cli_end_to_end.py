@@ -53,10 +53,10 @@ def test_verify_reference_passes_and_writes_default_report(cli, tmp_path):
     proc = cli("verify", *SMALL, "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.rstrip().splitlines()[-4] == "verdict: PASSED"
-    folder = tmp_path / "reports" / "numpy_verify-quick-seed0"
+    folder = tmp_path / "reports" / "specdec_check.samplers.numpy_verify-quick-seed0"
     for name in ("report.json", "report.md", "report.html"):
         assert (folder / name).is_file(), name
-        assert f"report: reports/numpy_verify-quick-seed0/{name}" in proc.stdout
+        assert f"report: reports/specdec_check.samplers.numpy_verify-quick-seed0/{name}" in proc.stdout
     data = _validate(folder / "report.json")
     assert data["passed"] and data["verdict"] == "passed" and data["mode"] == "quick"
     assert [s["name"] for s in data["scenarios"]] == ["corpus-bigram", "disjoint-supports"]
@@ -132,7 +132,7 @@ def test_generate_reference_passes(cli, tmp_path):
     proc = cli("generate", "--mode", "quick", "--scenarios", "specdec_small_battery:generator", "--no-progress",
                "--format", "json,md")
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    data = _validate(tmp_path / "reports" / "numpy_generate-quick-seed0" / "report.json")
+    data = _validate(tmp_path / "reports" / "specdec_check.samplers.numpy_generate-quick-seed0" / "report.json")
     assert data["kind"] == "generator" and data["passed"]
 
 
@@ -162,5 +162,5 @@ def test_verify_torch_backend(cli, tmp_path):
     proc = cli("verify", "--backend", "torch", *SMALL, "--checks", "contract,impossible,first_token",
                "--format", "json", "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    data = _validate(tmp_path / "reports" / "torch_verify-quick-seed0" / "report.json")
+    data = _validate(tmp_path / "reports" / "specdec_check.samplers.torch_verify-quick-seed0" / "report.json")
     assert data["backend"] == "torch" and data["sampler"].endswith(":torch_verify")

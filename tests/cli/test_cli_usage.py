@@ -161,11 +161,11 @@ def test_main_in_process_returns_codes(capsys):
 
 def test_default_report_dir():
     assert default_report_dir("specdec_check.samplers:numpy_verify", mode="default", seed=0) == Path(
-        "reports/numpy_verify-default-seed0")
+        "reports/specdec_check.samplers.numpy_verify-default-seed0")
     assert default_report_dir("pkg.mod:Thing.verify", mode="quick", seed=7, backend="torch") == Path(
-        "reports/verify-torch-quick-seed7")
+        "reports/pkg.mod.Thing.verify-torch-quick-seed7")
     assert default_report_dir("specdec_check.samplers:torch_verify", mode="quick", seed=1, backend="torch") == Path(
-        "reports/torch_verify-quick-seed1")
+        "reports/specdec_check.samplers.torch_verify-quick-seed1")
     assert default_report_dir("m:<evil>/../x", mode="quick", seed=0).parent == Path("reports")
 
 

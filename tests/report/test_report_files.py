@@ -98,30 +98,42 @@ def test_load_report_errors(tmp_path):
         load_report(tmp_path / "missing.json")
 
 
-def test_crash_during_replace_keeps_the_old_file(tmp_path, failed_report, passed_report, monkeypatch):
-    path = write_report(passed_report, tmp_path, formats=("json",))["json"]
-    before = path.read_bytes()
+def test_crash_during_the_swap_keeps_the_old_set(tmp_path, failed_report, passed_report, monkeypatch):
+    from specdec_check.report import _commit
 
-    def boom(src, dst):
-        raise OSError("disk on fire")
+    folder = tmp_path / "out"
+    write_report(passed_report, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
 
-    monkeypatch.setattr(os, "replace", boom)
+    def boom(*args, **kwargs):
+        raise OSError(5, "disk on fire")
+
+    monkeypatch.setattr(_commit, "_exchange", boom)
+    monkeypatch.setattr(os, "rename", boom)
     with pytest.raises(OSError, match="disk on fire"):
-        write_report(failed_report, tmp_path, formats=("json",))
-    assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left behind
+        write_report(failed_report, folder, force=True)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left behind
 
 
-def test_crash_in_a_renderer_leaves_json_and_no_partial_html(tmp_path, failed_report, monkeypatch):
+def test_crash_in_a_renderer_writes_nothing(tmp_path, failed_report, passed_report, monkeypatch):
     import specdec_check.report as report
+
+    folder = tmp_path / "out"
+    report.write_report(passed_report, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
 
     def broken(data, *, plots=True):
         raise RuntimeError("renderer bug")
 
     monkeypatch.setattr(report, "render_html", broken)
     with pytest.raises(RuntimeError):
-        report.write_report(failed_report, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
+        report.write_report(failed_report, tmp_path / "new")
+    assert not (tmp_path / "new").exists()  # not report.json alone: nothing
+    with pytest.raises(RuntimeError):
+        report.write_report(failed_report, folder, force=True)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # the old set, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_verdict_table_aggregates_per_check(failed_report):

@@ -57,3 +57,17 @@ def test_figures_are_png_and_deterministic(failed_report):
 def test_no_figures_without_data():
     assert _plots.efficiency_png([]) is None and _plots.speedup_png([]) is None
     assert _plots.pvalue_png([{"pvalue": None, "evalue": None}], 1e-7) is None
+
+
+def test_names_that_look_like_mathtext_or_are_huge_still_draw(failed_report, recwarn):
+    """A ``$`` in a name is drawn as a literal dollar, not parsed as mathtext; names are cut to LABEL_LIMIT."""
+    data = failed_report.to_dict()
+    for record in data["results"]:
+        record["scenario"] = "$\\frac{" + record["scenario"] + "$ costs $5"
+        record["check"] = record["check"] + "$\\undefinedcommand$"
+    for s in data["scenarios"]:
+        s["name"] = "$" + "x" * 100_000
+    figures = _plots.report_figures(data)
+    assert len(figures) == 5, [t for t, _, _ in figures]
+    assert not [w for w in recwarn if "left out" in str(w.message)]
+    assert _plots._label("a$b" + "y" * 100) == "a\\$b" + "y" * 44 + "…"

@@ -1,7 +1,8 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
 Subcommands: ``verify``, ``generate``, ``mutants``, ``demo``, ``report``.
-Exit status: 0 passed, 1 failed (including a sampler that raises), 2 usage error (bad
+Exit status: 0 passed (or lossless but inefficient), 1 failed (including a sampler that raises),
+4 inconclusive (the law tests could not reach the mode's design TV), 2 usage error (bad
 option, unimportable callable, unreadable report, a --report folder that is a file, lies
 under a file, is not writable or holds another run's report without --force), each
 reported on one line; 3 is an internal error of specdec-check itself (with its traceback).
@@ -194,6 +195,8 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
     sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
+    sub.add_argument("--strict", action="store_true",
+                     help="count robustness warnings (NaN input rows, degenerate shapes) as failures")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
                      help="run only these checks (default: all)")
     sub.add_argument("--scenarios", default=None, metavar="MODULE:ATTR",
@@ -217,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Statistical exactness checks for speculative-decoding samplers.",
-        epilog="Exit status: 0 passed, 1 failed, 2 usage error.",
+        epilog="Exit status: 0 passed (or lossless but inefficient), 1 failed, 2 usage error, 4 inconclusive (not enough evidence).",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
@@ -225,13 +228,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check a verifier (one step's accept/reject kernel)",
                             description="Check that a verifier reproduces the target law exactly; print a verdict "
                                         "table and write report.json/.md/.html.",
-                            epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+                            epilog="Exit status: 0 passed (or lossless but inefficient), 1 failed, 2 usage error, 4 inconclusive (not enough evidence).")
     _add_check_options(verify, "verify")
 
     generate = sub.add_parser("generate", help="check a decode loop",
                               description="Check that a speculative decode loop samples the target's joint law "
                                           "exactly; print a verdict table and write the report.",
-                              epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+                              epilog="Exit status: 0 passed (or lossless but inefficient), 1 failed, 2 usage error, 4 inconclusive (not enough evidence).")
     _add_check_options(generate, "generate")
 
     mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
@@ -308,7 +311,8 @@ def _run_check(args) -> int:
     progress = make_progress(not args.no_progress, desc=args.command)
     try:
         report = check(sampler, scenarios=scenarios, mode=args.mode, backend=args.backend, seed=args.seed,
-                       alpha=args.alpha, progress=progress, checks=args.checks, device=args.device, dtype=args.dtype)
+                       alpha=args.alpha, progress=progress, checks=args.checks, device=args.device, dtype=args.dtype,
+                       strict=args.strict)
     except Exception as exc:
         if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
             print(f"{PROG} {args.command}: the sampler {path} raised {type(exc).__name__}: "
@@ -336,7 +340,9 @@ def _run_check(args) -> int:
         for fmt in REPORT_FORMATS:
             if fmt in written:
                 print(f"report: {written[fmt]}")
-    return EXIT_PASSED if data.get("passed") else EXIT_FAILED
+    from ._report_rules import VERDICT_EXIT_STATUS
+
+    return VERDICT_EXIT_STATUS.get(data.get("verdict"), EXIT_FAILED)
 
 
 def _raised_by(sampler, exc) -> bool:

@@ -27,10 +27,18 @@ class CheckOptions:
     alpha: float
     checks: tuple
     progress: Callable | None = None
+    #: Robustness warnings (NaN inputs, degenerate shapes) count as failures.
+    strict: bool = False
+    #: ``MODULE:CALLABLE`` naming the sampler in the report and repro lines (None: found by the session).
+    sampler_name: str | None = None
+    #: Where the scenarios came from: None (the default battery), a ``MODULE:ATTR`` path, or False
+    #: (objects built in Python: no command line reproduces the run).
+    scenarios_source: str | bool | None = None
 
 
 def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, device=None, dtype=None,
-                  seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None) -> CheckOptions:
+                  seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None, strict=False,
+                  name=None, scenarios_source=None) -> CheckOptions:
     """Validate the options of a check of a sampler kind whose selectable checks are ``known_checks``.
 
     Raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) naming the option, the value
@@ -54,5 +62,10 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
             raise ValueError(f"unknown check(s) {unknown}; choose from {tuple(known_checks)}.")
     if progress is not None and not callable(progress):
         raise TypeError("progress must be None or a callable progress(done, total, label).")
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False; got {strict!r}.")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise TypeError(f"name must be None or the sampler's MODULE:CALLABLE path; got {name!r}.")
     return CheckOptions(mode=mode, backend=make_backend(backend, device=device, dtype=dtype), seed=int(seed),
-                        alpha=alpha, checks=checks, progress=progress)
+                        alpha=alpha, checks=checks, progress=progress, strict=strict,
+                        sampler_name=None if name is None else name.strip(), scenarios_source=scenarios_source)

@@ -45,6 +45,10 @@ class ScenarioRun:
     def fail(self, check: str, message: str, evidence=None, kind: str = "failure") -> None:
         self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
 
+    def warn(self, check: str, message: str, evidence=None) -> None:
+        """A robustness finding (NaN inputs, degenerate shapes): a warning, or a failure under ``strict``."""
+        self.fail(check, message, evidence, kind="failure" if self.options.strict else "warning")
+
     def record(self, record: TestRecord) -> None:
         self.records.append(record)
 

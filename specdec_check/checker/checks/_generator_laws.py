@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ... import stats
 from ...exact import joint, marginals, pair_marginals
 from .._kinds import PlannedTest
 from .._session import planned_samples
@@ -42,10 +43,17 @@ class GeneratorLaws(Check):
         self.tallies = {}  # name -> (tally, codes(index, out))
 
     def calls_planned(self) -> int:
+        """Calls until every law test can detect the design TV (planned on its own law, pooled as the
+        test pools it), within the mode's caps; call after :meth:`start`."""
         s, mode = self.run.scenario, self.run.mode
-        support = min(PAIR_SUPPORT_CAP, max(2, s.vocab_size ** min(s.max_new_tokens, 2)))
-        n_target = min(planned_samples(mode.design_tv, support, self.run.ledger.per_check / 2), mode.max_samples)
-        return int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call))))
+        alpha = self.run.ledger.per_check / 2  # the fixed-n half of each test's share
+        if self.tallies:
+            n_target = max(int(stats.samples_for(mode.design_tv, probs=tally.probs, alpha=alpha))
+                           for tally, _ in self.tallies.values())
+        else:
+            support = min(PAIR_SUPPORT_CAP, max(2, s.vocab_size ** min(s.max_new_tokens, 2)))
+            n_target = planned_samples(mode.design_tv, support, alpha)
+        return int(max(1, min(mode.max_law_calls, -(-min(n_target, mode.max_samples) // s.rows_per_call))))
 
     def start(self) -> None:
         run, s = self.run, self.run.scenario

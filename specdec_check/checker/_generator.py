@@ -52,7 +52,7 @@ def _planned(scenario: GeneratorScenario, checks) -> list:
 
 
 def check_generator(generate, *, scenarios=None, mode="default", backend="numpy", seed=0, alpha=1e-6, progress=None,
-                    checks=None, device=None, dtype=None) -> CheckReport:
+                    checks=None, device=None, dtype=None, monitor=None) -> CheckReport:
     """Check that the decode loop ``generate`` produces exactly the target's law, at a speedup.
 
     ``generate(*, target, draft, prompts, max_new_tokens, gamma, generator)`` runs on each
@@ -63,12 +63,13 @@ def check_generator(generate, *, scenarios=None, mode="default", backend="numpy"
     and the target calls per step against the exact expectation
     (:func:`exact.expected_target_calls`): chained speculative steps are exact (Leviathan
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
+    ``monitor`` is as in :func:`~specdec_check.checker.check_verifier`.
     """
     return run_battery(kind="generator", command="generate", sampler=generate, keywords=GENERATOR_KEYWORDS,
                        scenario_type=GeneratorScenario, default_battery=default_generator_battery, plan=_planned,
                        run_class=_GeneratorRun, known_checks=GENERATOR_CHECKS, scenarios=scenarios, mode=mode,
                        backend=backend, seed=seed, alpha=alpha, progress=progress, checks=checks, device=device,
-                       dtype=dtype)
+                       dtype=dtype, monitor=monitor)
 
 
 class _GeneratorRun(ScenarioRunBase):
@@ -88,8 +89,9 @@ class _GeneratorRun(ScenarioRunBase):
         snapshot = given.clone() if hasattr(given, "clone") else np.array(given, copy=True)
         self.calls += 1
         try:
-            out = self.generate(target=target, draft=draft, prompts=given, max_new_tokens=s.max_new_tokens,
-                                gamma=s.gamma, generator=self.backend.generator(int(self.rng.integers(2**63 - 1))))
+            out = self.sampler_call(self.generate, target=target, draft=draft, prompts=given,
+                                    max_new_tokens=s.max_new_tokens, gamma=s.gamma,
+                                    generator=self.backend.generator(int(self.rng.integers(2**63 - 1))))
             out = self.backend.to_host(out)
         except Exception as exc:
             tb = traceback.format_exception(type(exc), exc, exc.__traceback__)

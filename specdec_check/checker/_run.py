@@ -15,6 +15,9 @@ from ._report import CheckReport, Finding
 
 __all__ = ["ScenarioRunBase", "planned_samples", "run_battery"]
 
+#: What a run_battery monitor implements (e.g. specdec_check._isolation's channel to the supervising process).
+_MONITOR_METHODS = ("run_started", "call_started", "call_finished", "scenario_finished")
+
 
 @functools.lru_cache(maxsize=256)
 def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
@@ -33,6 +36,21 @@ class ScenarioRunBase:
         self.samples, self.calls = 0, 0
         self.stopped = False  # a contract failure or impossible event ends the scenario
         self.summary = None
+        self.monitor = None  # run_battery's monitor (call_started / call_finished), or None
+
+    def sampler_call(self, sampler, /, **kwargs):
+        """``sampler(**kwargs)``, with the monitor told when the call starts and when it returns or raises
+        an Exception (a BaseException ends the run: no "finished", so the supervisor knows the call)."""
+        if self.monitor is None:
+            return sampler(**kwargs)
+        self.monitor.call_started(self.scenario.name, self.calls)
+        try:
+            out = sampler(**kwargs)
+        except Exception:
+            self.monitor.call_finished(self.scenario.name, self.calls)
+            raise
+        self.monitor.call_finished(self.scenario.name, self.calls)
+        return out
 
     def fail(self, check, message, evidence=None, kind="failure"):
         self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
@@ -49,7 +67,7 @@ def _repro(command, sampler, mode, seed, scenario, backend):
 
 
 def run_battery(*, kind, command, sampler, keywords, scenario_type, default_battery, plan, run_class, known_checks,
-                scenarios, mode, backend, seed, alpha, progress, checks, device, dtype) -> CheckReport:
+                scenarios, mode, backend, seed, alpha, progress, checks, device, dtype, monitor=None) -> CheckReport:
     """Validate the call, plan every test (one alpha ledger for the run), run each scenario, build the report."""
     check_sampler(sampler, keywords, kind)
     mode = get_mode(mode)
@@ -67,6 +85,8 @@ def run_battery(*, kind, command, sampler, keywords, scenario_type, default_batt
             raise ValueError(f"unknown check(s) {unknown}; choose from {known_checks}.")
     if progress is not None and not callable(progress):
         raise TypeError("progress must be None or a callable progress(done, total, label).")
+    if monitor is not None and not all(callable(getattr(monitor, m, None)) for m in _MONITOR_METHODS):
+        raise TypeError(f"monitor must be None or an object with the methods {', '.join(_MONITOR_METHODS)}.")
     backend_obj = make_backend(backend, device=device, dtype=dtype)
     scenarios = default_battery() if scenarios is None else list(scenarios)
     for s in scenarios:
@@ -75,6 +95,11 @@ def run_battery(*, kind, command, sampler, keywords, scenario_type, default_batt
     plans = [plan(s, checks) for s in scenarios]
     ledger = stats.AlphaLedger(alpha, planned=max(1, sum(len(p) for p in plans)))
     name = qualified_name(sampler)
+    header = dict(kind=kind, sampler=name, mode=mode.name, backend=backend_obj.name, device=backend_obj.device,
+                  dtype=backend_obj.dtype, tolerance=float(backend_obj.tolerance), seed=int(seed), alpha=alpha,
+                  alpha_per_check=ledger.per_check, design_tv=mode.design_tv, checks=tuple(checks))
+    if monitor is not None:
+        monitor.run_started(dict(header), [s.name for s in scenarios])
     started = time.perf_counter()
     findings, records, summaries, samples = [], [], [], 0
     seeds = np.random.SeedSequence(int(seed)).spawn(len(scenarios))
@@ -83,18 +108,19 @@ def run_battery(*, kind, command, sampler, keywords, scenario_type, default_batt
             progress(i, len(scenarios), scenario.name)
         run = run_class(sampler, scenario, scenario_plan, mode, backend_obj, ledger, np.random.default_rng(seeds[i]),
                         checks, _repro(command, name, mode, seed, scenario.name, backend_obj))
+        run.monitor = monitor
         run.execute()
         findings += run.findings
         records += run.records
         summaries.append(run.summary)
         samples += run.samples
+        if monitor is not None:
+            monitor.scenario_finished(i, [f.to_dict() for f in run.findings], [r.to_dict() for r in run.records],
+                                      None if run.summary is None else run.summary.to_dict())
     if progress is not None:
         progress(len(scenarios), len(scenarios), "done")
     return CheckReport(
-        kind=kind, sampler=name, passed=not any(f.kind == "failure" for f in findings),
-        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=mode.name,
-        backend=backend_obj.name, device=backend_obj.device, dtype=backend_obj.dtype,
-        tolerance=float(backend_obj.tolerance), seed=int(seed), alpha=alpha, alpha_per_check=ledger.per_check,
-        samples_used=int(samples), elapsed_s=time.perf_counter() - started, design_tv=mode.design_tv,
-        checks=tuple(checks),
+        **header, passed=not any(f.kind == "failure" for f in findings), findings=tuple(findings),
+        results=tuple(records), scenarios=tuple(summaries), samples_used=int(samples),
+        elapsed_s=time.perf_counter() - started,
     )

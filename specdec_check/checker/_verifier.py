@@ -114,7 +114,7 @@ def _planned_tests(scenario: VerifierScenario, checks) -> list:
 
 
 def check_verifier(verify, *, scenarios=None, mode="default", backend="numpy", seed=0, alpha=1e-6, progress=None,
-                   checks=None, device=None, dtype=None) -> CheckReport:
+                   checks=None, device=None, dtype=None, monitor=None) -> CheckReport:
     """Check that ``verify`` reproduces the exact law of one speculative step.
 
     ``verify(*, draft_token_ids, draft_probs, target_probs, generator)`` is run on every
@@ -125,13 +125,15 @@ def check_verifier(verify, *, scenarios=None, mode="default", backend="numpy", s
     law given the path and, where enumerable, the step law integrated over drafts,
     Leviathan et al. 2023 Theorem 3.5); the acceptance count against the optimum
     ``sum_x min(p, q)``; determinism and independence of the randomness. ``alpha`` is the
-    false-alarm budget of the whole call, split evenly over every statistical test.
+    false-alarm budget of the whole call, split evenly over every statistical test. ``monitor``
+    (optional) is told when the run starts, around every call of ``verify`` and after each scenario
+    (:mod:`specdec_check._isolation` uses it to supervise a run from another process).
     """
     return run_battery(kind="verifier", command="verify", sampler=verify, keywords=VERIFIER_KEYWORDS,
                        scenario_type=VerifierScenario, default_battery=default_verifier_battery, plan=_planned_tests,
                        run_class=_scenario_run, known_checks=VERIFIER_CHECKS, scenarios=scenarios, mode=mode,
                        backend=backend, seed=seed, alpha=alpha, progress=progress, checks=checks, device=device,
-                       dtype=dtype)
+                       dtype=dtype, monitor=monitor)
 
 
 class _ScenarioRun(ScenarioRunBase):
@@ -170,7 +172,7 @@ class _ScenarioRun(ScenarioRunBase):
         originals = _snapshot(kwargs) if watch else None
         self.calls += 1
         try:
-            out = self.verify(**kwargs, generator=self.backend.generator(seed))
+            out = self.sampler_call(self.verify, **kwargs, generator=self.backend.generator(seed))
         except Exception as exc:  # the verifier's own error becomes a finding
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
             if self.backend.read_only_inputs and "read-only" in str(exc):
@@ -209,7 +211,7 @@ class _ScenarioRun(ScenarioRunBase):
         """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
         copies = {k: np.array(v, copy=True) for k, v in kwargs.items()}
         try:
-            self.verify(**copies, generator=self.backend.generator(seed))
+            self.sampler_call(self.verify, **copies, generator=self.backend.generator(seed))
         except Exception:  # noqa: BLE001 - only the names of the modified inputs matter here
             pass
         return [k for k in kwargs if not np.array_equal(copies[k], kwargs[k], equal_nan=True)] or ["(unknown)"]
@@ -227,7 +229,8 @@ class _ScenarioRun(ScenarioRunBase):
         kwargs = self.backend.verifier_inputs(bad.draft_token_ids, bad.draft_probs, bad.target_probs)
         self.calls += 1
         try:
-            out = self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(self.next_seed())))
+            out = self.backend.to_host(self.sampler_call(self.verify, **kwargs,
+                                                         generator=self.backend.generator(self.next_seed())))
         except Exception as exc:  # raising on NaN input is the right answer
             self.records.append(TestRecord(self.scenario.name, "non_finite", "non-finite input probe", True, 0.0, 1,
                                            details={"behaviour": f"raised {type(exc).__name__}"}))

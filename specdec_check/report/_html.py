@@ -27,7 +27,7 @@ table { border-collapse: collapse; margin: .6em 0; font-size: 13px; }
 th, td { border: 1px solid #d8dbe2; padding: .25em .55em; text-align: left; vertical-align: top; }
 th { background: #eef0f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict { display: inline-block; padding: .15em .7em; border-radius: .3em; font-weight: 700; color: #fff; }
-.v-passed { background: #2e7d32; } .v-failed { background: #c0392b; } .v-inefficient { background: #b9770e; }
+.v-passed { background: #2e7d32; } .v-failed { background: #c0392b; } .v-inefficient { background: #b9770e; } .v-interrupted { background: #6c3483; }
 tr.fail td { background: #fdecea; } tr.warn td { background: #fff6e0; }
 .finding { border-left: 4px solid #c0392b; padding: .1em .9em; margin: 1em 0; background: #fcfcfd; }
 .finding.inefficiency { border-color: #b9770e; } .finding.warning { border-color: #7f8c8d; }

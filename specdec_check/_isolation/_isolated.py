@@ -105,6 +105,9 @@ def run_isolated(func, /, *args, timeout: float | None = None, call_timeout: flo
         else:
             how = f"the isolated call did not finish within {timeout:g} s"
         raise SamplerTimeout(f"{how}{where}; the child process was killed", how=how, **details)
+    if outcome.status == "raised" and (outcome.facts or {}).get("unsendable"):
+        raise IsolationError(f"the isolated call returned, but {outcome.facts['message']} ({outcome.facts['type']})",
+                             how="its result could not be pickled", facts=outcome.facts, **details)
     if outcome.status == "raised":
         facts = outcome.facts or {}
         how = f"raised {facts.get('type')}" + (f" ({facts['message']})" if facts.get("message") else "")

@@ -150,7 +150,7 @@ def child_entry(work, conn, parent_pid: int) -> None:
             send(message)
         except Exception as exc:  # noqa: BLE001 - the value or exception cannot be pickled
             facts = describe_exception(exc)
-            facts["message"] = f"the result could not be sent back: {facts['message']}"
+            facts.update(message=f"the result could not be sent back: {facts['message']}", unsendable=True)
             try:
                 send(("raised", facts, None))
             except Exception:  # noqa: BLE001

@@ -330,7 +330,7 @@ def _run_check(args) -> int:
                            call_timeout=args.timeout)
 
 
-def _check_in_child(args, path, send):
+def _check_in_child(args, path, channel):
     """The child's side of :func:`_run_check`: import the sampler and scenarios, run the check under a
     monitor that reports to the parent; return ``("report", data)``, ``("usage", message)``,
     ``("sampler", facts)`` or ``("internal", facts)``."""
@@ -345,7 +345,7 @@ def _check_in_child(args, path, send):
         from .checker import check_verifier as check
     else:
         from .checker import check_generator as check
-    monitor = ChannelMonitor(send)
+    monitor = ChannelMonitor(channel)
     try:
         report = check(sampler, scenarios=scenarios, mode=args.mode, backend=args.backend, seed=args.seed,
                        alpha=args.alpha, progress=monitor.progress, checks=args.checks, device=args.device,

@@ -15,12 +15,13 @@ from ._partial import assemble_report, crash_finding, interrupt_finding, timeout
 from ._process import START_METHOD_ENV, choose_start_method, describe_exception, describe_exit
 from ._signals import SignalGuard, exit_status_for
 from ._streams import TolerantStream, ensure_std_fds, safe_write, tolerant_stdio
-from ._supervisor import ChannelMonitor, Outcome, RunState, supervise
+from ._supervisor import Channel, ChannelMonitor, Outcome, RunState, supervise
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "HEARTBEAT_ENV",
     "START_METHOD_ENV",
+    "Channel",
     "ChannelMonitor",
     "IsolationError",
     "Outcome",

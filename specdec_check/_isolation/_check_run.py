@@ -152,7 +152,7 @@ def _how_raised(facts: dict) -> str:
 def supervise_check(work, *, command: str, path: str, options: dict, fallback_header: dict, publish,
                     usage_error=ValueError, progress=None, call_timeout: float | None = DEFAULT_TIMEOUT_S,
                     heartbeat_s: float | None = None, start_method: str | None = None) -> int:
-    """Run ``work(send)`` (the check, in a child process) and return the CLI's exit status.
+    """Run ``work(channel)`` (the check, in a child process) and return the CLI's exit status.
 
     ``work`` returns ``("report", data)``, ``("usage", message)``, ``("sampler", facts)`` (the sampler's
     Exception escaped the checker) or ``("internal", facts)``. ``publish(data)`` writes the report files

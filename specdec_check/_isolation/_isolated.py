@@ -45,12 +45,12 @@ class _RemoteTraceback(Exception):
         return self.text
 
 
-def _call(func, args, kwargs, pass_monitor, send):
+def _call(func, args, kwargs, pass_monitor, channel):
     """In the child: ``func(*args, **kwargs)`` with ``monitor=`` added when asked; Exceptions are returned."""
     from ._process import describe_exception
 
     if pass_monitor:
-        kwargs = {**kwargs, "monitor": ChannelMonitor(send)}
+        kwargs = {**kwargs, "monitor": ChannelMonitor(channel)}
     try:
         return ("ok", func(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - re-raised in the parent

@@ -1,6 +1,6 @@
 """The child process: how it is started (fork or spawn), set up, ended, killed and described.
 
-The child runs ``work(send)`` and ends with :func:`os._exit` right after sending what the work
+The child runs ``work(channel)`` and ends with :func:`os._exit` right after sending what the work
 returned (or the BaseException that escaped it), so no stray non-daemon thread, ``atexit``
 hook or ``__del__`` of the code under test can keep it alive or change what was sent.
 """
@@ -133,17 +133,19 @@ def _flush_stdio() -> None:
             pass
 
 
-def child_entry(work, conn, parent_pid: int) -> None:
-    """Body of the child process: run ``work(send)``, send ``("returned", value)`` or
-    ``("raised", facts, exception-or-None)``, then end at once with :func:`os._exit`."""
+def child_entry(work, conn, board, parent_pid: int) -> None:
+    """Body of the child process: run ``work(channel)`` (a :class:`~._supervisor.Channel` over ``conn``
+    and the call ``board``), send ``("returned", value)`` or ``("raised", facts, exception-or-None)``,
+    then end at once with :func:`os._exit`."""
     from ._streams import tolerant_stdio
+    from ._supervisor import Channel
 
     _detach(parent_pid)
     send = ChildSender(conn)
     status = 0
     with tolerant_stdio():
         try:
-            message = ("returned", work(send))
+            message = ("returned", work(Channel(send, board)))
         except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, ... are the point
             message = ("raised", describe_exception(exc), exc if isinstance(exc, Exception) else None)
         try:

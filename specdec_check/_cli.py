@@ -115,7 +115,10 @@ class TqdmProgress:
             self._bar.total = total
         if label:
             self._bar.set_postfix_str(str(label), refresh=False)
-        self._bar.update(max(0, int(done) - self._bar.n))
+        if int(done) > self._bar.n:
+            self._bar.update(int(done) - self._bar.n)
+        elif label:  # a new label (the supervisor's calls count) and the elapsed time, shown now
+            self._bar.refresh()
 
     def close(self) -> None:
         if self._bar is not None:

@@ -99,6 +99,16 @@ def _where(state) -> str:
     return f"{text}, {state.calls:,} sampler call(s) done"
 
 
+def _running(state) -> float:
+    """Seconds the call in progress has run, when that is worth saying (1 s or more), else 0."""
+    if state.call is None:
+        return 0.0
+    import time
+
+    running = time.monotonic() - state.call[2]
+    return running if running >= 1.0 else 0.0
+
+
 class _Watch:
     """The parent's view while the child runs: progress bar or heartbeat lines."""
 
@@ -111,18 +121,18 @@ class _Watch:
             self.progress(*message[1:4])
 
     def beat(self, state) -> None:
+        running = _running(state)
         if self.progress is not None:
             if state.progress is not None:
                 done, total, label = state.progress
-                self.progress(done, total, f"{label} ({state.calls:,} calls)" if state.calls else label)
+                label = f"{label} ({state.calls:,} calls)" if state.calls else label
+                if running:
+                    label += f"; call {state.call[1]} running for {_clock(running)}"
+                self.progress(done, total, label)
             return
         line = f"specdec-check {self.command}: still running after {_clock(state.elapsed)}: {_where(state)}"
-        if state.call is not None:
-            import time
-
-            running = time.monotonic() - state.call[2]
-            if running >= 1.0:
-                line += f"; call {state.call[1]} has run for {_clock(running)}"
+        if running:
+            line += f"; call {state.call[1]} has run for {_clock(running)}"
         safe_write(sys.stderr, line + "\n")
 
     def close(self) -> None:

@@ -265,3 +265,33 @@ def test_spawned_child_gives_the_same_verdicts(tmp_path):
     assert _assert_partial(_report(tmp_path / "out"), "crash")["evidence"]["how"] == "exited with status 0"
     proc = _run(tmp_path, "verify", *SMALL, "--no-report", "-q", env=env)
     assert proc.returncode == 0 and proc.stdout.strip().endswith(": PASSED"), proc.stderr
+
+
+def test_on_a_terminal_the_bar_names_the_call_in_progress_and_no_heartbeat_lines(tmp_path):
+    pty = pytest.importorskip("pty")
+    import fcntl
+    import re
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a real terminal's size
+    proc = subprocess.Popen(_cmd("verify", "specdec_hostile_samplers:slow_once", *SMALL[:-1], "--no-report", "-q"),
+                            cwd=tmp_path, env=_env(HOSTILE_SLEEP_S="2.5", SPECDEC_CHECK_HEARTBEAT_S="0.3"),
+                            stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert proc.wait(timeout=RUN_LIMIT_S) == 0, out
+    labels = set(re.findall(rb"disjoint-supports \([0-9,]+ calls\); call 1 running for [0-9]+s", out))
+    assert labels, out[-2000:]
+    assert b"still running" not in out  # the bar is the progress on a terminal
+    assert out.rstrip().endswith(b": PASSED")

@@ -82,3 +82,14 @@ deadlock = _misbehaving(_deadlock)
 hang_after_marker = _misbehaving(_marker_then_sleep)
 slow_once = _misbehaving(_slow_once)
 stray_thread = _misbehaving(_stray_thread)
+
+
+def generate_exit0_on_second_call(*, target, draft, prompts, max_new_tokens, gamma, generator, _calls=[]):  # noqa: B006
+    """A decode loop that ends its process on its second call."""
+    from specdec_check.samplers import numpy_generate
+
+    _calls.append(1)
+    if len(_calls) == 2:
+        os._exit(0)
+    return numpy_generate(target=target, draft=draft, prompts=prompts, max_new_tokens=max_new_tokens, gamma=gamma,
+                          generator=generator)

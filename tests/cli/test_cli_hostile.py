@@ -295,3 +295,28 @@ def test_on_a_terminal_the_bar_names_the_call_in_progress_and_no_heartbeat_lines
     assert labels, out[-2000:]
     assert b"still running" not in out  # the bar is the progress on a terminal
     assert out.rstrip().endswith(b": PASSED")
+
+
+def test_a_decode_loop_that_exits_fails_generate(tmp_path):
+    proc = _run(tmp_path, "generate", "specdec_hostile_samplers:generate_exit0_on_second_call", "--mode", "quick",
+                "--scenarios", "specdec_small_battery:generator", "--no-progress", "--report", "out")
+    assert proc.returncode == 1, proc.stderr
+    data = _report(tmp_path / "out")
+    assert data["kind"] == "generator" and data["verdict"] == "failed" and data["scenarios"] == []
+    crash = data["findings"][-1]
+    assert crash["check"] == "crash" and crash["evidence"]["how"] == "exited with status 0"
+    assert crash["message"].startswith("the sampler exited with status 0 during call 2 of scenario ")
+    assert "0 of 1 scenario(s) completed" in crash["message"]
+
+
+@pytest.mark.parametrize("body, how", [("import os\nos._exit(0)\n", "exited with status 0"),
+                                       ("import sys\nsys.exit(0)\n", "raised SystemExit (sys.exit(0))")])
+def test_a_module_that_exits_on_import_fails_with_a_report(tmp_path, body, how):
+    (tmp_path / "exits_on_import.py").write_text(body)
+    proc = _run(tmp_path, "verify", "exits_on_import:verify", *SMALL, "--report", "out")
+    assert proc.returncode == 1, proc.stderr
+    data = _report(tmp_path / "out")  # the header comes from the command line: nothing was planned
+    assert data["sampler"] == "exits_on_import:verify" and data["mode"] == "quick" and data["scenarios"] == []
+    crash = data["findings"][-1]
+    assert crash["check"] == "crash" and crash["evidence"]["how"] == how
+    assert "before the first scenario started" in crash["message"]

@@ -39,6 +39,8 @@ BACKENDS = ("numpy", "torch")
 REPORT_FORMATS = ("json", "md", "html")
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: Default false-alarm budget of a whole run (the checker's default).
+DEFAULT_ALPHA = 1e-6
 #: Exit status epilog of verify / generate.
 _CHECK_EPILOG = ("Exit status: 0 passed, 1 failed (also a sampler that ends its process or runs past --timeout), "
                  "2 usage error, 3 internal error, 130 / 143 interrupted by SIGINT / SIGTERM (partial report).")
@@ -209,7 +211,7 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--device", default=None, help="torch device, e.g. cuda:0 (torch backend)")
     sub.add_argument("--dtype", default=None, help="dtype the sampler sees, e.g. float32 (default: the backend's)")
     sub.add_argument("--seed", type=_seed, default=0, help="seed of the whole run (default: %(default)s)")
-    sub.add_argument("--alpha", type=_probability, default=1e-6,
+    sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
                      help="run only these checks (default: all)")
@@ -320,17 +322,23 @@ def _run_check(args) -> int:
     path = args.callable or DEFAULT_SAMPLERS[(args.command, args.backend)]
     directory = None if args.no_report else (
         args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend))
-    options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != 1e-6 else None,
+    options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
                "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
                "checks": args.checks, "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
-    fallback = {"kind": "verifier" if args.command == "verify" else "generator", "sampler": path, "mode": args.mode,
-                "backend": args.backend, "device": args.device, "dtype": args.dtype or "", "tolerance": None,
-                "seed": args.seed, "alpha": args.alpha, "alpha_per_check": args.alpha, "design_tv": None,
-                "checks": list(args.checks or ()), "report_version": 1}
     return supervise_check(functools.partial(_check_in_child, args, path), command=args.command, path=path,
-                           options=options, fallback_header=fallback, publish=functools.partial(_publish, args, directory),
+                           options=options, fallback_header=_command_line_header(args, path),
+                           publish=functools.partial(_publish, args, directory),
                            usage_error=UsageError, progress=make_progress(not args.no_progress, desc=args.command),
                            call_timeout=args.timeout)
+
+
+def _command_line_header(args, path) -> dict:
+    """The report's run metadata as the command line gives it: the header of a report whose run ended
+    before the checker planned it (the sampler's module exited on import); unknowns are None/empty."""
+    return {"kind": "verifier" if args.command == "verify" else "generator", "sampler": path, "mode": args.mode,
+            "backend": args.backend, "device": args.device, "dtype": args.dtype or "", "tolerance": None,
+            "seed": args.seed, "alpha": args.alpha, "alpha_per_check": args.alpha, "design_tv": None,
+            "checks": list(args.checks or ())}
 
 
 def _check_in_child(args, path, channel):

@@ -178,3 +178,7 @@ def kill_child(proc, grace_s: float = 5.0) -> None:
         except (OSError, AttributeError, ValueError):
             pass
     proc.join(grace_s)
+    if proc.exitcode is None:  # unkillable for now (uninterruptible sleep in a driver): do not let
+        import multiprocessing.process  # multiprocessing's exit hook wait for it when we exit
+
+        getattr(multiprocessing.process, "_children", set()).discard(proc)

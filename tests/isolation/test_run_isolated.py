@@ -198,3 +198,25 @@ def test_start_method_is_fork_on_linux_unless_cuda_is_initialised(monkeypatch):
     monkeypatch.setenv("SPECDEC_CHECK_START_METHOD", "thread")
     with pytest.raises(ValueError, match="got 'thread'"):
         choose_start_method()
+
+
+def test_an_unkillable_child_is_not_waited_for_at_exit():
+    """A child stuck in uninterruptible sleep (a GPU driver) survives SIGKILL for a while: the
+    supervisor gives up after the grace period, and multiprocessing's exit hook must not join it."""
+    import multiprocessing.process
+
+    from specdec_check._isolation._process import kill_child
+
+    class Stuck:
+        pid, exitcode, killed = 2**22 + 12345, None, 0  # no such process group: killpg is skipped
+
+        def kill(self):
+            self.killed += 1
+
+        def join(self, timeout=None):
+            pass
+
+    stuck = Stuck()
+    multiprocessing.process._children.add(stuck)
+    kill_child(stuck, grace_s=0.0)
+    assert stuck.killed == 1 and stuck not in multiprocessing.process._children

@@ -221,6 +221,8 @@ def supervise_check(work, *, command: str, path: str, options: dict, fallback_he
             finding = crash_finding(how=how, call=outcome.call, scenario=state.scenario, completed=completed,
                                     planned=planned, facts=facts, repro=repro)
         data = assemble_report(header, state.parts, [finding], elapsed_s=state.elapsed, verdict=verdict)
-        safe_write(sys.stderr, f"specdec-check {command}: {finding['check']}: {finding['message']}\n")
-        publish(data)
+        try:
+            publish(data)  # the report first, then any words
+        finally:
+            safe_write(sys.stderr, f"specdec-check {command}: {finding['check']}: {finding['message']}\n")
         return status

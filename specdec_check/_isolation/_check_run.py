@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import sys
+import time
 
 from ._partial import assemble_report, crash_finding, interrupt_finding, timeout_finding
 from ._signals import SignalGuard, exit_status_for
@@ -103,8 +105,6 @@ def _running(state) -> float:
     """Seconds the call in progress has run, when that is worth saying (1 s or more), else 0."""
     if state.call is None:
         return 0.0
-    import time
-
     running = time.monotonic() - state.call[2]
     return running if running >= 1.0 else 0.0
 
@@ -211,8 +211,6 @@ def supervise_check(work, *, command: str, path: str, options: dict, fallback_he
             finding = timeout_finding(timeout_s=call_timeout, call=outcome.call, completed=completed, planned=planned,
                                       repro=repro)
         elif outcome.status == "stopped":
-            import signal
-
             name = signal.Signals(outcome.signum).name
             finding = interrupt_finding(signal_name=name, call=outcome.call, scenario=state.scenario,
                                         completed=completed, planned=planned)

@@ -7,7 +7,9 @@ test would otherwise end pytest itself with status 0 and every later test unrun.
 from __future__ import annotations
 
 import functools
+import pickle
 
+from ._process import describe_exception
 from ._supervisor import ChannelMonitor, supervise
 
 __all__ = ["IsolationError", "SamplerCrashed", "SamplerTimeout", "run_isolated"]
@@ -47,15 +49,11 @@ class _RemoteTraceback(Exception):
 
 def _call(func, args, kwargs, pass_monitor, channel):
     """In the child: ``func(*args, **kwargs)`` with ``monitor=`` added when asked; Exceptions are returned."""
-    from ._process import describe_exception
-
     if pass_monitor:
         kwargs = {**kwargs, "monitor": ChannelMonitor(channel)}
     try:
         return ("ok", func(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - re-raised in the parent
-        import pickle
-
         facts = describe_exception(exc, lines=None)
         try:
             pickle.dumps(exc)

@@ -12,7 +12,7 @@ import signal
 import sys
 import traceback
 
-__all__ = ["ChildSender", "START_METHOD_ENV", "child_entry", "choose_start_method", "describe_exit",
+__all__ = ["Channel", "ChildSender", "START_METHOD_ENV", "child_entry", "choose_start_method", "describe_exit",
            "describe_exception", "kill_child"]
 
 #: Environment variable forcing the start method of the child (``fork`` or ``spawn``), e.g. to test spawn.
@@ -83,6 +83,14 @@ def describe_exception(exc: BaseException, lines: int | None = TRACEBACK_LINES) 
     }
 
 
+class Channel:
+    """What the child's work gets: ``send(message)`` (the pipe) and ``board`` (the shared call board of
+    :mod:`._supervisor`)."""
+
+    def __init__(self, send, board):
+        self.send, self.board = send, board
+
+
 class ChildSender:
     """The child's end of the channel: ``send(message)``. A message that cannot be sent because the
     supervisor is gone ends the child (nobody is left to read a verdict); one sent from another
@@ -134,11 +142,10 @@ def _flush_stdio() -> None:
 
 
 def child_entry(work, conn, board, parent_pid: int) -> None:
-    """Body of the child process: run ``work(channel)`` (a :class:`~._supervisor.Channel` over ``conn``
+    """Body of the child process: run ``work(channel)`` (a :class:`Channel` over ``conn``
     and the call ``board``), send ``("returned", value)`` or ``("raised", facts, exception-or-None)``,
     then end at once with :func:`os._exit`."""
     from ._streams import tolerant_stdio
-    from ._supervisor import Channel
 
     _detach(parent_pid)
     send = ChildSender(conn)

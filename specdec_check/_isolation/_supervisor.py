@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ._process import child_entry, choose_start_method, describe_exit, kill_child
+from ._process import Channel, child_entry, choose_start_method, describe_exit, kill_child
 
 __all__ = ["Channel", "ChannelMonitor", "Outcome", "POLL_S", "RunState", "supervise"]
 
@@ -47,13 +47,6 @@ EXIT_GRACE_S = 5.0
 _BATCH = 1000
 #: Call board slots: start time (time.monotonic, 0.0 between calls), call index, calls done, scenario index.
 _STARTED, _INDEX, _DONE, _SCENARIO = range(4)
-
-
-class Channel:
-    """What the child's work gets: ``send(message)`` (the pipe) and ``board`` (the shared call board)."""
-
-    def __init__(self, send, board):
-        self.send, self.board = send, board
 
 
 class ChannelMonitor:

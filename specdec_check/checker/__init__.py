@@ -15,12 +15,18 @@ from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
 from ._options import CheckOptions, check_options
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
-from ._verifier import VERIFIER_CHECKS, check_verifier
+from ._session import run
+from ._verifier import VERIFIER, VERIFIER_CHECKS, check_verifier
+from ._generator import GENERATOR
+
+#: The sampler kinds by name (``SamplerKind`` objects): the CLI and the plugin run them through :func:`run`.
+SAMPLER_KINDS = {kind.name: kind for kind in (VERIFIER, GENERATOR)}
 
 __all__ = [
     "GENERATOR_CHECKS",
     "MODES",
     "REPORT_VERSION",
+    "SAMPLER_KINDS",
     "VERIFIER_CHECKS",
     "Backend",
     "CheckOptions",
@@ -34,4 +40,5 @@ __all__ = [
     "check_options",
     "check_verifier",
     "make_backend",
+    "run",
 ]

@@ -157,7 +157,7 @@ class VerifierCaller:
         before = self._fingerprints(draw, kwargs) if watch else None
         run.calls += 1
         try:
-            out = self.verify(**kwargs, generator=backend.generator(seed))
+            out = run.sampler_call(self.verify, **kwargs, generator=backend.generator(seed))
         except Exception as exc:  # the verifier's own error becomes a finding
             tb = _traceback(exc)
             if backend.read_only_inputs and ("read-only" in str(exc) or "WRITEABLE" in str(exc)):
@@ -211,7 +211,8 @@ class VerifierCaller:
         kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
         self.run.calls += 1
         try:
-            return self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(seed)))
+            return self.backend.to_host(self.run.sampler_call(self.verify, **kwargs,
+                                                              generator=self.backend.generator(seed)))
         except Exception as exc:  # noqa: BLE001 - the probe judges any exception
             return exc
 
@@ -219,7 +220,7 @@ class VerifierCaller:
         """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
         copies = {k: np.array(v, copy=True) for k, v in kwargs.items()}
         try:
-            self.verify(**copies, generator=self.backend.generator(seed))
+            self.run.sampler_call(self.verify, **copies, generator=self.backend.generator(seed))
         except Exception:  # noqa: BLE001 - only the names of the modified inputs matter here
             pass
         return [k for k in kwargs if not np.array_equal(copies[k], kwargs[k], equal_nan=True)] or ["(unknown)"]
@@ -294,8 +295,9 @@ class GeneratorCaller:
         snapshot = self.backend.copy(given)
         run.calls += 1
         try:
-            out = self.generate(target=target, draft=draft, prompts=given, max_new_tokens=s.max_new_tokens,
-                                gamma=s.gamma, generator=self.backend.generator(int(run.rng.integers(2**63 - 1))))
+            out = run.sampler_call(self.generate, target=target, draft=draft, prompts=given,
+                                   max_new_tokens=s.max_new_tokens, gamma=s.gamma,
+                                   generator=self.backend.generator(int(run.rng.integers(2**63 - 1))))
             out = self.backend.to_host(out)
         except Exception as exc:
             run.fail(check, f"the decode loop raised {type(exc).__name__}: {exc}", {"traceback": _traceback(exc)})

@@ -64,7 +64,7 @@ GENERATOR = SamplerKind(
 
 def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                     alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
-                    strict=False, name=None) -> CheckReport:
+                    strict=False, name=None, monitor=None) -> CheckReport:
     """Check that the decode loop ``generate`` produces exactly the target's law, at a speedup.
 
     ``generate(*, target, draft, prompts, max_new_tokens, gamma, generator)`` runs on each
@@ -77,5 +77,6 @@ def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFA
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
     """
     options = check_options(GENERATOR_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name,
+                            monitor=monitor)
     return run(GENERATOR, generate, scenarios, options)

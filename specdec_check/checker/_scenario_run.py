@@ -30,6 +30,21 @@ class ScenarioRun:
         self.stopped = False  # a contract failure or an impossible event ends the scenario
         self.summary = None
 
+    def sampler_call(self, sampler, /, **kwargs):
+        """``sampler(**kwargs)``, with the run's monitor told when the call starts and when it returns or
+        raises an Exception (a BaseException ends the run: no "finished", so a supervisor knows the call)."""
+        monitor = self.options.monitor
+        if monitor is None:
+            return sampler(**kwargs)
+        monitor.call_started(self.scenario.name, self.calls)
+        try:
+            out = sampler(**kwargs)
+        except Exception:
+            monitor.call_finished(self.scenario.name, self.calls)
+            raise
+        monitor.call_finished(self.scenario.name, self.calls)
+        return out
+
     def selected(self, check: str) -> bool:
         """Whether the check named ``check`` was selected (``checks=``)."""
         return check in self.selection

@@ -111,6 +111,13 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
             raise TypeError(f"scenarios must be {kind.scenario_type.__name__} objects; got {type(s).__name__}.")
     plans = [kind.plan(s, options.checks) for s in scenarios]
     ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(p) for p in plans)))
+    backend, monitor = options.backend, options.monitor
+    header = dict(kind=kind.name, sampler=name, mode=options.mode.name, backend=backend.name, device=backend.device,
+                  dtype=backend.dtype, tolerance=float(backend.tolerance), seed=options.seed, alpha=options.alpha,
+                  alpha_per_check=ledger.per_check, design_tv=options.mode.design_tv, checks=tuple(options.checks),
+                  strict=options.strict, screen=screen)
+    if monitor is not None:
+        monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     progress = options.progress
     started = time.perf_counter()
     findings, records, summaries, samples = [], [], [], 0
@@ -127,17 +134,16 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
         records += state.records
         summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))
         samples += state.samples
+        if monitor is not None:
+            monitor.scenario_finished(i, [f.to_dict() for f in state.findings], [r.to_dict() for r in state.records],
+                                      summaries[-1].to_dict())
     if progress is not None:
         progress(len(scenarios), len(scenarios), "done")
-    backend = options.backend
     gaps = evidence_gaps(summaries, options.mode.design_tv)
     resolved = [s.achieved_tv for s in summaries if s.achieved_tv is not None]
     verdict = verdict_of((f.kind for f in findings), inconclusive=bool(gaps))
     return CheckReport(
-        kind=kind.name, sampler=name, passed=verdict in PASSING_VERDICTS,
-        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=options.mode.name,
-        backend=backend.name, device=backend.device, dtype=backend.dtype, tolerance=float(backend.tolerance),
-        seed=options.seed, alpha=options.alpha, alpha_per_check=ledger.per_check, samples_used=int(samples),
-        elapsed_s=time.perf_counter() - started, design_tv=options.mode.design_tv, checks=tuple(options.checks),
-        strict=options.strict, inconclusive=gaps, achieved_tv=max(resolved) if resolved else None, screen=screen,
+        **header, passed=verdict in PASSING_VERDICTS, findings=tuple(findings), results=tuple(records),
+        scenarios=tuple(summaries), samples_used=int(samples), elapsed_s=time.perf_counter() - started,
+        inconclusive=gaps, achieved_tv=max(resolved) if resolved else None,
     )

@@ -145,7 +145,7 @@ VERIFIER = SamplerKind(
 
 def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
-                   strict=False, name=None) -> CheckReport:
+                   strict=False, name=None, monitor=None) -> CheckReport:
     """Check that ``verify`` reproduces the exact law of one speculative step.
 
     ``verify(*, draft_token_ids, draft_probs, target_probs, generator)`` is run on every
@@ -164,5 +164,6 @@ def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT
     probabilities, degenerate shapes such as gamma = 0) give warnings, failures under ``strict``.
     """
     options = check_options(VERIFIER_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name,
+                            monitor=monitor)
     return run(VERIFIER, verify, scenarios, options)

@@ -124,6 +124,8 @@ def _calibrate(bin_probs, n, poisson_mean, conditional):
     route = route_for(table, n, "poisson" if poisson_mean is not None else "fixed", conditional)
     if route == "conditional":
         return _Calibrated(table, _lattice.conditional_law(table, n), route, 1.0)
+    if route == "chernoff":
+        return _Calibrated(table, _lattice.chernoff_conditional_law(table, n), route, 1.0)
     divisor = _poisson_at_mean(n) if route == "penalized" else 1.0
     return _Calibrated(table, _lattice.poisson_law(table), route, divisor)
 
@@ -210,9 +212,11 @@ def identity_test(counts, probs, *, alpha, min_expected=DEFAULT_MIN_EXPECTED, po
        rejecting side (Perkins, Tygert & Ward 2011; :mod:`._lattice`):
        - fixed ``n`` (default): the exact conditional law given the total
          (``conditional="auto"`` while it is cheap, ``True`` to force it); otherwise
-         the Poisson law divided by ``P(Poisson(n) = n) ~ 1 / sqrt(2 pi n)``
-         (``P(A | T = n) <= P(A) / P(T = n)``, Mitzenmacher & Upfal 2005, Thm 5.7),
-         valid at any alpha but conservative;
+         the smaller of two valid bounds of that law: a Chernoff bound with the
+         exact conditional moment generating function, and the Poisson law divided
+         by ``P(Poisson(n) = n) ~ 1 / sqrt(2 pi n)`` (``P(A | T = n) <= P(A) / P(T = n)``,
+         Mitzenmacher & Upfal 2005, Thm 5.7; alone when ``conditional=False`` or
+         when even the Chernoff bound is too costly);
        - ``poisson_mean=lam``: the sample size was drawn from ``Poisson(lam)``
          independently of the samples, so the bins are independent Poisson counts and
          the exact Poisson law applies directly (no penalty).
@@ -262,6 +266,7 @@ def identity_test(counts, probs, *, alpha, min_expected=DEFAULT_MIN_EXPECTED, po
     det = _detect(pl, int(round(size)), alpha, 0.99, "poisson" if poisson_mean is not None else "fixed",
                   conditional)
     how = {"conditional": "exact fixed-n (conditional) lattice law",
+           "chernoff": "min of a Chernoff bound on the exact fixed-n law and the Poisson law / P(T = n)",
            "penalized": "exact Poisson lattice law / P(T = n)",
            "poisson": f"exact Poisson lattice law (Poissonized, mean {size:g})"}[cal.route]
     method = (f"Valiant-Valiant-weighted unbiased chi-square ({how}) + max-cell exact "

@@ -37,7 +37,12 @@ Two laws are computed, both conservatively (every truncation moves mass *up* in
   aliased rows ``T = n +- M, ...`` (nonnegative, so the bound stays valid; with
   ``M ~ 9 sqrt(n)`` they weigh ~e^-40).  This removes the ``1 / P(T = n) ~
   sqrt(2 pi n)`` penalty of dividing the Poisson law by ``P(T = n)``
-  (Mitzenmacher & Upfal 2005, Thm 5.7), at ``M`` times the cost.
+  (Mitzenmacher & Upfal 2005, Thm 5.7), at ``M`` times the cost.  Where that is
+  too costly, a Chernoff bound on the *conditional* law is used instead (together
+  with the Poisson law divided by ``P(T = n)``, whichever is smaller):
+  ``P(S >= s | T = n) <= e^{-theta s} E[e^{theta S}; T = n mod M] / P(T = n)``,
+  whose numerator is exact (a DFT in ``T`` of each leaf's tilted weights); its
+  looseness is the Chernoff factor ``~ theta sd sqrt(2 pi)`` instead of ``sqrt(2 pi n)``.
 """
 from __future__ import annotations
 
@@ -48,8 +53,8 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import special, stats
 
-__all__ = ["ZTable", "LatticeTail", "z_table", "z_terms", "poisson_law", "conditional_law",
-           "conditional_cost", "null_mean", "TAU"]
+__all__ = ["ZTable", "LatticeTail", "BoundedTail", "z_table", "z_terms", "poisson_law", "conditional_law",
+           "conditional_cost", "chernoff_conditional_law", "chernoff_cost", "null_mean", "TAU"]
 
 TAU = 100.0          # per-bin truncation of f_b: P(chi2_1 > 101) ~ 1e-23, and TAU is above every
                      # 1e-13 quantile of a sum of two bins, so it binds only far beyond any alpha
@@ -74,14 +79,15 @@ def z_terms(N, mu):
 
 @dataclass(frozen=True)
 class ZTable:
-    """Per-bin lattice tables of ``S`` (see module docstring)."""
+    """Lattice tables of ``S`` (see module docstring); one table per distinct leaf ``(mu, w)``."""
 
     mu: np.ndarray        # [B] null means
     w: np.ndarray         # [B] weights
     h: float              # lattice step in statistic units
     fmin: np.ndarray      # [B] min_N f_b(N)
     lo: np.ndarray        # [B] first N of the central range (f < TAU)
-    offsets: np.ndarray   # [B+1] start of bin b in ``idx``
+    offsets: np.ndarray   # [B] start of bin b's table in ``idx`` (bins of one leaf share it)
+    lens: np.ndarray      # [B] length of that table
     idx: np.ndarray       # lattice index of the term for N = lo_b + j
     tau_idx: np.ndarray   # [B] index of the truncation atom (N outside the central range)
     leaf_of: np.ndarray   # [B] distinct-leaf id (bins with equal (mu, w) share laws)
@@ -96,11 +102,10 @@ class ZTable:
         """Lattice statistic ``S`` of observed bin counts ``[..., B]`` (integer)."""
         N = np.asarray(bin_counts, dtype=np.int64)
         rel = N - self.lo
-        lens = np.diff(self.offsets)
-        inside = (rel >= 0) & (rel < lens)
+        inside = (rel >= 0) & (rel < self.lens)
         if inside.all():  # the common case: one gather
-            return self.idx[self.offsets[:-1] + rel].sum(axis=-1)
-        pos = np.where(inside, self.offsets[:-1] + rel, 0)
+            return self.idx[self.offsets + rel].sum(axis=-1)
+        pos = np.where(inside, self.offsets + rel, 0)
         return np.where(inside, self.idx[pos], self.tau_idx).sum(axis=-1)
 
     def statistic(self, bin_counts):
@@ -136,19 +141,25 @@ def z_table(mu, w, *, h=None):
         return hit
     if h is None:
         h = _step(mu, w)
-    fmin = _fmin(mu)
-    lo, hi = _central_range(mu)
-    lens = hi - lo + 1
-    offsets = np.r_[0, np.cumsum(lens)]
-    binid = np.repeat(np.arange(len(mu)), lens)
-    N = np.arange(offsets[-1]) - np.repeat(offsets[:-1], lens) + np.repeat(lo, lens)
-    t = w[binid] * (np.minimum(z_terms(N, mu[binid]), TAU) - fmin[binid])
+    _, leaf_rep, leaf_of = np.unique(mu, return_index=True, return_inverse=True)
+    leaf_of = leaf_of.ravel()
+    if not np.array_equal(w[leaf_rep][leaf_of], w):  # weights not a function of mu: pairs
+        pair = np.stack([mu.view(np.int64), w.view(np.int64)], axis=1)
+        _, leaf_rep, leaf_of = np.unique(pair, axis=0, return_index=True, return_inverse=True)
+        leaf_of = leaf_of.ravel()
+    # tables per distinct leaf only (a uniform law on 10^6 cells has one)
+    lmu, lw = mu[leaf_rep], w[leaf_rep]
+    lfmin = _fmin(lmu)
+    llo, lhi = _central_range(lmu)
+    llens = lhi - llo + 1
+    loff = np.r_[0, np.cumsum(llens)[:-1]]
+    leaf = np.repeat(np.arange(len(lmu)), llens)
+    N = np.arange(llens.sum()) - np.repeat(loff, llens) + np.repeat(llo, llens)
+    t = lw[leaf] * (np.minimum(z_terms(N, lmu[leaf]), TAU) - lfmin[leaf])
     idx = np.floor(t / h + 0.5).astype(np.int64)
-    tau_idx = np.floor(w * (TAU - fmin) / h + 0.5).astype(np.int64)
-    pair = np.stack([mu.view(np.int64), w.view(np.int64)], axis=1)
-    _, leaf_rep, leaf_of = np.unique(pair, axis=0, return_index=True, return_inverse=True)
-    table = ZTable(mu=mu, w=w, h=float(h), fmin=fmin, lo=lo, offsets=offsets, idx=idx, tau_idx=tau_idx,
-                   leaf_of=leaf_of.ravel(), leaf_rep=leaf_rep, key=key)
+    ltau = np.floor(lw * (TAU - lfmin) / h + 0.5).astype(np.int64)
+    table = ZTable(mu=mu, w=w, h=float(h), fmin=lfmin[leaf_of], lo=llo[leaf_of], offsets=loff[leaf_of],
+                   lens=llens[leaf_of], idx=idx, tau_idx=ltau[leaf_of], leaf_of=leaf_of, leaf_rep=leaf_rep, key=key)
     _remember(key, table)
     return table
 
@@ -214,8 +225,8 @@ def _atoms(table):
 
 def _make_atoms(table):
     reps = table.leaf_rep
-    a, e = table.offsets[reps], table.offsets[reps + 1]
-    lens = e - a
+    a = table.offsets[reps]
+    lens = table.lens[reps]
     leaf = np.repeat(np.arange(len(reps)), lens)
     pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
     N = np.repeat(table.lo[reps], lens) + pos
@@ -372,7 +383,7 @@ def _atoms_2d(table):
     out, over = [], 0.0
     for d, b in enumerate(table.leaf_rep):
         mu = table.mu[b]
-        a, e = table.offsets[b], table.offsets[b + 1]
+        a, e = table.offsets[b], table.offsets[b] + table.lens[b]
         lo, hi = int(table.lo[b]), int(table.lo[b] + (e - a) - 1)
         sd = np.sqrt(mu)
         lo2 = min(lo, int(max(0, np.floor(mu - 13.0 * sd - 15.0))))
@@ -624,11 +635,12 @@ def _n_freq(n):
 
 
 def conditional_cost(table, n):
-    """Work (complex points x log2) of :func:`conditional_law`: ``2 passes x D x M x W log2 W``."""
+    """Work (points x log2) of the untilted pass of :func:`conditional_law`, ``D x M x W log2 W``
+    (the tilted pass, ~3x more, runs only when a tail below 1e-9 is asked for)."""
     atoms = _atoms(table)
     frame = _frame(table, atoms)
-    W = int(sfft.next_fast_len(max(frame.W), real=False))
-    return 2.0 * len(atoms.mult) * _n_freq(n) * W * np.log2(W)
+    W = int(sfft.next_fast_len(frame.W[0], real=True))
+    return float(len(atoms.mult) * _n_freq(n) * W * np.log2(W))
 
 
 def conditional_law(table, n):
@@ -651,5 +663,99 @@ def conditional_law(table, n):
         return _spectral_pass_tail(table, atoms, frame, i, M=M, n=int(n))
 
     law = LatticeTail(run(0), lambda: run(1), p_n, frame.theta_h / table.h, "conditional")
+    _remember(key, law)
+    return law
+
+
+# ----------------------------------------------------------------------------------------------
+# Chernoff bound on the conditional law (many bins, large n)
+# ----------------------------------------------------------------------------------------------
+
+CHERNOFF_TILTS = 40  # tilts of the Chernoff grid (the bound is the minimum over them)
+
+
+class BoundedTail:
+    """``min(Poisson tail / P(T = n), Chernoff bound of the conditional tail)``: both are valid upper
+    bounds of the same conditional tail ``P(S >= s | T = n)``, so their minimum is one too."""
+
+    def __init__(self, poisson, divisor, theta, logU):
+        self.poisson, self.divisor = poisson, float(divisor)
+        self.theta, self.logU = np.asarray(theta), np.asarray(logU)
+        self.method = "chernoff"
+
+    def chernoff_sf(self, s):
+        s = np.asarray(s, dtype=np.float64)
+        lb = (self.logU[None, :] - self.theta[None, :] * np.ravel(s)[:, None]).min(axis=1)
+        return np.minimum(1.0, np.exp(np.minimum(lb - np.log(self.divisor), 0.0))).reshape(np.shape(s))
+
+    def sf(self, s):
+        return np.minimum(self.poisson.sf(s) / self.divisor, self.chernoff_sf(s))
+
+    def isf(self, alpha):
+        s_c = int(np.ceil(np.min((self.logU - np.log(alpha * self.divisor)) / self.theta)))
+        return min(s_c, self.poisson.isf(alpha * self.divisor))
+
+
+def chernoff_cost(table, n):
+    """Work of :func:`chernoff_conditional_law`: ``CHERNOFF_TILTS x D x M log2 M``."""
+    M = _n_freq(n)
+    return CHERNOFF_TILTS * len(table.leaf_rep) * M * np.log2(M)
+
+
+def chernoff_conditional_law(table, n):
+    """Conditional tail bound for fixed-n counts when the exact conditional law is too costly (cached).
+
+    For every tilt ``theta`` on a grid, ``U(theta) = E[e^{theta S}; T = n mod M]`` under
+    independent Poisson bins is computed exactly: each distinct leaf's weights
+    ``pmf(N) e^{theta x(N)}`` are placed at ``N mod M`` and Fourier transformed, the
+    transforms raised to the leaf multiplicities and multiplied, and the result
+    inverted at ``T = n``.  Aliased totals ``n +- M, ...`` only add (nonnegative)
+    mass, so ``U`` bounds ``E[e^{theta S} 1{T = n}]`` from above; Poisson mass outside
+    the enumerated counts is added as ``e^{theta x_max}`` times its probability.
+    Markov's inequality then gives ``P(S >= s | T = n) <= e^{-theta s} U / P(T = n)``.
+    """
+    key = b"X" + table.key + np.int64(n).tobytes()
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+        return hit
+    atoms = _atoms(table)
+    frame = _frame(table, atoms)
+    M = _n_freq(n)
+    p_n = float(stats.poisson.pmf(n, float(table.mu.sum())))
+    n2d, _ = _atoms_2d(table)
+    mult = atoms.mult.astype(np.int64)
+    # tilts from near 0 to the e^-45 Chernoff point of the Poisson law
+    theta = np.geomspace(frame.theta_max * 1e-4, frame.theta_max, CHERNOFF_TILTS)
+    D = len(n2d)
+    ls = np.zeros((D, len(theta)))    # log sum over enumerated counts of pmf e^{theta x}
+    lE = np.zeros((D, len(theta)))    # log E e^{theta x} including the counts outside
+    lq = np.full(D, -np.inf)          # log Poisson mass outside the enumerated counts
+    acc = None
+    for d, (N, x, p) in enumerate(n2d):
+        lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
+        ls[d] = special.logsumexp(lw, axis=1)
+        w = np.exp(lw - ls[d][:, None])
+        arr = np.zeros((len(theta), M))
+        np.add.at(arr.T, N % M, w.T)
+        f = _cpow(sfft.fft(arr, axis=1), mult[d])
+        acc = f if acc is None else acc * f
+        b = table.leaf_rep[d]
+        lo2, hi2 = int(N[0]), int(N[-1])
+        out = (special.pdtr(lo2 - 1, table.mu[b]) if lo2 > 0 else 0.0) + special.pdtrc(hi2, table.mu[b])
+        if out > 0:
+            lq[d] = np.log(out)
+        lE[d] = np.logaddexp(ls[d], lq[d] + theta * table.tau_idx[b])
+    j = np.arange(M)
+    phase = np.exp(2j * np.pi * ((j * (n % M)) % M) / M)
+    val = (acc @ phase).real / M      # tilted P(T = n mod M), every count enumerated
+    log_in = (mult[:, None] * ls).sum(axis=0) + np.log(np.maximum(val, 1e-300))
+    # configurations with some count outside: union bound over bins, T unknown (counted whole)
+    logK = (mult[:, None] * lE).sum(axis=0)
+    with np.errstate(divide="ignore"):
+        log_out = special.logsumexp(np.log(mult)[:, None] + lq[:, None] + theta[None, :] * table.tau_idx[table.leaf_rep][:, None]
+                                    + logK[None, :] - lE, axis=0)
+    logU = np.logaddexp(log_in, log_out)
+    law = BoundedTail(poisson_law(table), p_n, theta, logU)
     _remember(key, law)
     return law

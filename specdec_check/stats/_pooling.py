@@ -104,8 +104,8 @@ def _hidden(ps, ids, nbins, bin_probs):
     if nbins == 0:
         return 0.0
     size = np.bincount(ids, minlength=nbins)
-    pmin = np.full(nbins, np.inf)
-    np.minimum.at(pmin, ids, ps)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])  # bins are consecutive runs
+    pmin = np.minimum.reduceat(ps, starts)
     multi = size >= 2
     return float(np.sum(bin_probs[multi] - pmin[multi]))
 

@@ -44,8 +44,9 @@ from ._validation import _alpha_iv, _positive_int_iv, _probs_iv
 __all__ = ["Detectability", "detectability", "min_detectable_tv", "samples_for"]
 
 SAFETY = 1.05   # on the visible detectable TV (sample sizes ~ SAFETY^2); measured margin in bench_power.py
-COND_WORK = 1.5e7  # the exact conditional null is used while its work (2 D M W log2 W) is below this:
-                   # ~10-40 ms; beyond, the Poisson law divided by P(T = n) (still exact, conservative)
+COND_WORK = 1.5e7  # the exact conditional null is used while its work (2 D M W log2 W) is below this
+                   # (~10-40 ms); beyond, the Chernoff-conditional bound, then the penalized Poisson law
+CHERNOFF_WORK = 3e8  # the Chernoff-conditional bound while 40 D M log2 M is below this (~0.1-0.3 s)
 SAMPLINGS = ("fixed", "poisson")
 
 
@@ -66,41 +67,45 @@ def vv_weights(bin_probs):
 
 
 def route_for(table, n, sampling="fixed", conditional="auto"):
-    """How :func:`identity_test` calibrates its global part at ``n``: ``"poisson"`` (Poissonized
-    sample size), ``"conditional"`` (exact fixed-n law) or ``"penalized"`` (Poisson law / P(T=n))."""
+    """How :func:`identity_test` calibrates its global part at ``n``.
+
+    ``"poisson"``: Poissonized sample size, exact Poisson law; fixed ``n``:
+    ``"conditional"`` (exact conditional law, while its work is below ``COND_WORK``
+    or when forced), else ``"chernoff"`` (the smaller of a Chernoff bound of the
+    conditional law and the Poisson law / ``P(T = n)``, while its work is below
+    ``CHERNOFF_WORK``), else ``"penalized"`` (Poisson law / ``P(T = n)``).
+    """
     if sampling == "poisson":
         return "poisson"
     if conditional is True:
         return "conditional"
     if conditional is False:
         return "penalized"
-    return "conditional" if _lattice.conditional_cost(table, n) <= COND_WORK else "penalized"
+    if _lattice.conditional_cost(table, n) <= COND_WORK:
+        return "conditional"
+    if _lattice.chernoff_cost(table, n) <= CHERNOFF_WORK:
+        return "chernoff"
+    return "penalized"
 
 
 def _z_threshold(table, n, alpha_share, route):
     """Rejection threshold of the global part, as a shift of ``Z_w`` above its null mean.
 
-    Poisson lattice quantile at ``alpha_share`` (``* P(T = n)`` on the penalized
-    route).  For the exact conditional route the Poisson quantile is used as well:
-    conditioning removes the ``(T - n)^2 / n`` component (one degree of freedom),
-    so the conditional quantile is the smaller one (checked in the tests).  The
-    lattice statistic ``S`` rounds every bin's term; the rounding has a systematic
-    part (a fixed shift of the null and, to first order, of every nearby
-    alternative), so the threshold is measured from the exact null mean of ``S``.
+    The test's own threshold on the ``"poisson"``, ``"penalized"`` and ``"chernoff"``
+    routes.  On the ``"conditional"`` route the Poisson quantile is used instead
+    (cheaper: no tilted conditional pass): conditioning on the total removes the
+    ``(T - n)^2 / n`` component, so the conditional quantile is the smaller one
+    (checked in the tests) and the plan stays on the safe side.  The lattice
+    statistic ``S`` rounds every bin's term; the rounding has a systematic part (a
+    fixed shift of the null and, to first order, of every nearby alternative), so
+    the threshold is measured from the exact null mean of ``S``.
     """
-    a = alpha_share * (_poisson_at_mean(n) if route == "penalized" else 1.0)
-    law = _lattice.poisson_law(table)
-    return table.h * (law.isf(a) - _lattice.null_mean(table))
-
-
-def _alt_moments(n, P, w, delta):
-    """Exact Poisson mean and variance of ``Z_w`` when bin b has probability ``P_b + delta_b``."""
-    mu = n * P
-    nu = n * np.maximum(P + delta, 0.0)
-    d = nu - mu
-    mean = float((w * d ** 2 / mu).sum())
-    var = float((w ** 2 * (2.0 * nu ** 2 + 4.0 * d ** 2 * nu) / mu ** 2).sum())
-    return mean, var
+    if route == "chernoff":
+        s = _lattice.chernoff_conditional_law(table, n).isf(alpha_share)
+    else:
+        a = alpha_share * (_poisson_at_mean(n) if route == "penalized" else 1.0)
+        s = _lattice.poisson_law(table).isf(a)
+    return table.h * (s - _lattice.null_mean(table))
 
 
 def _signs_balanced(u):
@@ -114,17 +119,26 @@ def _eps_for_family(n, P, w, z_thr, z_beta, shape, signs):
     base = signs * shape
     base = base - P * base.sum()          # exactly sum-zero (TV changes by << 1%)
     base = base / (0.5 * np.abs(base).sum())  # TV(delta) = eps
+    # bins with equal (P, base) contribute equally (w is a function of P): distinct rows, multiplicities
+    _, first, inv = np.unique(P, return_index=True, return_inverse=True)
+    key = inv.ravel() * 2 + (base > 0)
+    cnt = np.bincount(key)
+    keep = np.flatnonzero(cnt)
+    rep = np.zeros(len(cnt), dtype=np.int64)
+    rep[key] = np.arange(len(key))
+    Pu, wu, bu, cnt = P[rep[keep]], w[rep[keep]], base[rep[keep]], cnt[keep]
 
     def power_gap(eps):
-        delta = eps * base
-        # keep Q >= 0: beyond that the family no longer exists; the power is then 1 anyway
-        m, v = _alt_moments(n, P, w, delta)
+        mu = n * Pu
+        nu = n * np.maximum(Pu + eps * bu, 0.0)  # Q >= 0: beyond that the family no longer exists
+        d = nu - mu
+        m = float((cnt * wu * d ** 2 / mu).sum())
+        v = float((cnt * wu ** 2 * (2.0 * nu ** 2 + 4.0 * d ** 2 * nu) / mu ** 2).sum())
         return (m - z_thr) / np.sqrt(v) - z_beta
 
-    hi = 1.0
-    if power_gap(hi) < 0:
+    if power_gap(1.0) < 0:
         return 1.0
-    return float(optimize.brentq(power_gap, 1e-9, hi, xtol=1e-7, rtol=1e-7))
+    return float(optimize.brentq(power_gap, 1e-9, 1.0, xtol=1e-7, rtol=1e-7))
 
 
 @dataclass(frozen=True)

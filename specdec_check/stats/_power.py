@@ -46,7 +46,7 @@ __all__ = ["Detectability", "detectability", "min_detectable_tv", "samples_for"]
 SAFETY = 1.05   # on the visible detectable TV (sample sizes ~ SAFETY^2); measured margin in bench_power.py
 COND_WORK = 1.5e7  # the exact conditional null is used while its work (2 D M W log2 W) is below this
                    # (~10-40 ms); beyond, the Chernoff-conditional bound, then the penalized Poisson law
-CHERNOFF_WORK = 3e8  # the Chernoff-conditional bound while 40 D M log2 M is below this (~0.1-0.3 s)
+CHERNOFF_WORK = 2e8  # the Chernoff-conditional bound while 24 D M log2 M is below this (~0.1-0.3 s)
 SAMPLINGS = ("fixed", "poisson")
 
 

@@ -66,7 +66,6 @@ UPPER_SLACK = 2.6 * TAU  # windows reach 16 sd and ~2.6 truncated terms above th
                          # TAU together (~1e-23 for bins of mu >= 0.5) are what the overflow can lose
 FFT_ABS_ERR = 1e-13  # allowance added to untilted tail probabilities (FFT round-off)
 TILT_REL_ERR = 1e-7  # relative allowance for tilted tail probabilities
-LOG_TINY = np.log(1e-300)
 _CACHE: "OrderedDict[bytes, object]" = OrderedDict()
 _CACHE_SIZE = 64
 
@@ -293,7 +292,7 @@ def _frame(table, atoms):
     if hit is not None:
         return hit
     theta_max = 0.6 * table.h / max(float(table.w.max()), 1e-12)  # per lattice unit (terms are truncated)
-    _, x_tilt, theta_h = None, *_chernoff_point(atoms, 20.0, theta_max)  # tilted mean ~ 1e-9 quantile
+    _, theta_h = _chernoff_point(atoms, 20.0, theta_max)  # tilted mean ~ 1e-9 quantile
     x_hi, _ = _chernoff_point(atoms, 45.0, theta_max)                     # P(S >= x_hi) <= e^-45
     los, Ws = [], []
     for th in (0.0, theta_h):
@@ -316,8 +315,7 @@ def _frame(table, atoms):
 # spectral method (few distinct leaves) -- Poisson and conditional
 # ----------------------------------------------------------------------------------------------
 
-SPECTRAL_WORK = 4e7   # use the spectral Poisson law when D * W log W is below this
-COND_WORK = 6e7       # default budget (complex points x log) of the exact conditional law
+SPECTRAL_WORK = 4e7   # use the spectral Poisson law when D * W log W is below this (else the tree)
 
 
 def _spectral_pass(atoms, lo, W, theta_h, M=None, n=None, n2d=None):

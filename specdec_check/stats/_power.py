@@ -7,9 +7,8 @@ The planner models the test as it is run (statistics.md sections 1.2, 5, 8):
   ``TV_bins >= TV(q, p) - hidden``), so ``min_detectable_tv = hidden + visible``;
 * the global part is the bias-corrected chi-square with Valiant-Valiant weights
   ``w_b = (P_b / max P)^(1/3)`` (Acharya, Daskalakis & Kamath 2015; Valiant &
-  Valiant 2014), rejecting above the ``alpha / 2`` quantile of its exact null law
-  (the Poisson lattice law; for fixed-n counts whose exact conditional law is too
-  costly, the Poisson law at ``alpha / 2 * P(T = n)``, as the test then does);
+  Valiant 2014), rejecting above the ``alpha / 2`` quantile of its null law on the
+  route the test takes at ``n`` (:func:`route_for`, see :func:`_z_threshold`);
 * ``visible`` is the largest of three worst cases at bin level:
   - the Valiant-Valiant least favourable deviation ``delta_b ∝ +-P_b^(2/3)``
     (it minimises the mean of the weighted statistic for a given TV, so it is the
@@ -34,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, stats
 
 from . import _lattice
 from ._pooling import DEFAULT_MAX_BINS, DEFAULT_MIN_EXPECTED, pool, sorted_order
@@ -44,7 +43,7 @@ from ._validation import _alpha_iv, _positive_int_iv, _probs_iv
 __all__ = ["Detectability", "detectability", "min_detectable_tv", "samples_for"]
 
 SAFETY = 1.05   # on the visible detectable TV (sample sizes ~ SAFETY^2); measured margin in bench_power.py
-COND_WORK = 1.5e7  # the exact conditional null is used while its work (2 D M W log2 W) is below this
+COND_WORK = 1.5e7  # the exact conditional null is used while its work (D M W log2 W) is below this
                    # (~10-40 ms); beyond, the Chernoff-conditional bound, then the penalized Poisson law
 CHERNOFF_WORK = 2e8  # the Chernoff-conditional bound while 24 D M log2 M is below this (~0.1-0.3 s)
 SAMPLINGS = ("fixed", "poisson")

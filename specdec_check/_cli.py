@@ -25,7 +25,8 @@ import os
 import sys
 from pathlib import Path
 
-from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS, MODES, \
+from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_RULE, DEFAULT_SEED, KINDS, \
+    MODES, RULES, \
     CallableNotFound, default_sampler
 from ._settings import resolve_callable as _resolve
 
@@ -220,6 +221,10 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
     sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
+    if kind == "verifier":
+        sub.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
+                         help="judge against the standard rule (Leviathan et al. 2023; default) or any lossless rule "
+                              "(block verification, sampled match, ...: only exactness decides)")
     sub.add_argument("--strict", action="store_true",
                      help="count robustness warnings (NaN input rows, degenerate shapes) as failures")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
@@ -337,6 +342,7 @@ def _run_check(args) -> int:
     options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
                "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
                "checks": args.checks, "strict": args.strict or None,
+               "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,
                "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
     return supervise_check(functools.partial(_check_in_child, args, path), command=args.command, path=path,
                            options=options, fallback_header=_command_line_header(args, path),
@@ -370,14 +376,17 @@ def _check_in_child(args, path, channel):
 
     monitor = ChannelMonitor(channel)
     try:
-        options = check_options(SAMPLER_KINDS[kind].checks, mode=args.mode, backend=args.backend, device=args.device,
-                                dtype=args.dtype, seed=args.seed, alpha=args.alpha, checks=args.checks,
+        sampler_kind = SAMPLER_KINDS[kind]
+        rule = getattr(args, "rule", DEFAULT_RULE)
+        options = check_options(sampler_kind.allowed_checks(rule), mode=args.mode, backend=args.backend,
+                                device=args.device, dtype=args.dtype, seed=args.seed, alpha=args.alpha,
+                                checks=args.checks if args.checks is not None else sampler_kind.default_checks(rule),
                                 progress=monitor.progress, strict=args.strict, name=path,
-                                scenarios_source=args.scenarios, monitor=monitor)
+                                scenarios_source=args.scenarios, monitor=monitor, rule=rule)
     except (TypeError, ValueError, ImportError) as exc:
         return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     try:
-        report = run(SAMPLER_KINDS[kind], sampler, scenarios, options)
+        report = run(sampler_kind, sampler, scenarios, options)
     except Exception as exc:
         if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
             return ("sampler", describe_exception(exc))

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_SEED",
     "KINDS",
     "MODES",
+    "RULES",
     "CallableNotFound",
     "KindNames",
     "Mode",
@@ -76,6 +77,12 @@ DEFAULT_BACKEND = "numpy"
 #: years, and costs only x1.2-1.4 samples over 1e-3 (statistics.md, section 0, finding 4).
 DEFAULT_ALPHA = 1e-6
 DEFAULT_SEED = 0
+
+#: What a verifier is judged against: "standard" (Leviathan et al. 2023, Algorithm 1: every
+#: deviation from the rule is a finding) or "any" (only exactness: block verification and every
+#: other lossless rule pass; the rule-agnostic completion tests decide).
+RULES = ("standard", "any")
+DEFAULT_RULE = "standard"
 
 
 @dataclass(frozen=True)

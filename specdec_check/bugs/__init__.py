@@ -14,7 +14,8 @@ rules, buggy block verifiers, lossy rules with their knobs), with their exact st
 """
 
 from . import _controls, _decode_loops, _rules, _verifiers
-from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry, catalogue, entry
+from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, catalogue, entry
+from ._entry import CatalogueEntry
 from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
 from ._decode_loops import *  # noqa: F403
 from ._rules import *  # noqa: F403

@@ -16,8 +16,29 @@ from ._enumerate import (
 from ._outcomes import decode_emitted, encode_emitted, num_step_outcomes
 from ._recursion import acceptance_rate, marginals, pair_marginals, stationary_contexts
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
+from ._tree import (
+    DRAFTING_SCHEMES,
+    RULES,
+    ThresholdRule,
+    TreeLaws,
+    check_tree,
+    enumerate_tree_drafts,
+    tree_accepted_length_law,
+    tree_completed_law,
+    tree_depth,
+    tree_emitted_law,
+    tree_expected_accepted_length,
+    tree_laws_of,
+    tree_loss_tv,
+    tree_sequence_law,
+    tree_step_law,
+)
 
 __all__ = [
+    "DRAFTING_SCHEMES",
+    "RULES",
+    "ThresholdRule",
+    "TreeLaws",
     "acceptance_probabilities",
     "acceptance_rate",
     "accepted_count_law",
@@ -37,4 +58,15 @@ __all__ = [
     "residual_probs",
     "stationary_contexts",
     "step_law",
+    "check_tree",
+    "enumerate_tree_drafts",
+    "tree_accepted_length_law",
+    "tree_completed_law",
+    "tree_depth",
+    "tree_emitted_law",
+    "tree_expected_accepted_length",
+    "tree_laws_of",
+    "tree_loss_tv",
+    "tree_sequence_law",
+    "tree_step_law",
 ]

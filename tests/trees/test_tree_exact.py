@@ -136,12 +136,20 @@ def test_each_reference_rule_is_lossless_on_its_scheme(drafting, parents):
         assert exact.tree_loss_tv(target, draft, parents, drafting=drafting, prompt=[seed % 4]) < 1e-12
 
 
-@pytest.mark.parametrize("drafting,rule", [("topk", "iid"), ("without_replacement", "iid"), ("iid", "topk"),
-                                           ("topk", ThresholdRule(0.5, 1.0)), ("topk", ThresholdRule(1.0, 0.5))],
+@pytest.mark.parametrize("drafting,rule", [("topk", "iid"), ("without_replacement", "iid"), ("iid", "without_replacement"),
+                                           ("topk", ThresholdRule(0.2, 1.0)), ("topk", ThresholdRule(1.0, 0.5))],
                          ids=str)
 def test_a_rule_off_its_scheme_is_lossy(drafting, rule):
     target, draft = markov_pair("opposite-ranking", vocab_size=4, order=1, seed=1)
     assert exact.tree_loss_tv(target, draft, [-1, -1, -1], drafting=drafting, rule=rule, prompt=[1]) > 1e-3
+
+
+@pytest.mark.parametrize("drafting", exact.DRAFTING_SCHEMES)
+def test_the_one_hot_rule_is_lossless_on_every_scheme(drafting):
+    """The top-k rule never reads the draft law (it samples the target and walks the tree while the
+    sample is a child), so it is exact however the children were chosen."""
+    target, draft = markov_pair("opposite-ranking", vocab_size=4, order=1, seed=1)
+    assert exact.tree_loss_tv(target, draft, [-1, -1, 0], drafting=drafting, rule="topk", prompt=[2]) < 1e-12
 
 
 def test_sglang_rule_with_unit_thresholds_is_the_topk_rule():

@@ -15,12 +15,14 @@ from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
 from ._options import CheckOptions, check_options
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
+from ._tree import TREE_CHECKS, check_tree_verifier
 from ._verifier import VERIFIER_CHECKS, check_verifier
 
 __all__ = [
     "GENERATOR_CHECKS",
     "MODES",
     "REPORT_VERSION",
+    "TREE_CHECKS",
     "VERIFIER_CHECKS",
     "Backend",
     "CheckOptions",
@@ -32,6 +34,7 @@ __all__ = [
     "TestRecord",
     "check_generator",
     "check_options",
+    "check_tree_verifier",
     "check_verifier",
     "make_backend",
 ]

@@ -161,19 +161,22 @@ def tree_laws(parents, draft_token_ids, draft_probs, target_probs, rule) -> Tree
     accept = np.zeros((batch, nodes))
     remaining = draft.copy() if rule == "without_replacement" else None  # draft rows, drawn siblings zeroed
     tried = np.zeros((batch, nodes + 1)) if threshold is not None else None  # S_{j-1}: target mass tried
+    static = bool((slot_parent == slot_parent[0]).all())  # one shape for every row: slices, no gathers
     for i in range(nodes):
-        u, x = slot_parent[:, i + 1], ids[:, i]
-        r = residual[rows, u]  # [B, V] (a copy)
+        x = ids[:, i]
+        u = int(slot_parent[0, i + 1]) if static else slot_parent[:, i + 1]
+        at = (slice(None), u) if static else (rows, u)
+        r = residual[at].copy() if static else residual[at]  # [B, V]
         r_x = r[rows, x]
         if threshold is not None:
             p_x = target[rows, u, x]
             ta = max(float(threshold.threshold_acc), SGLANG_MIN_THRESHOLD_ACC)
-            before = np.minimum(1.0, tried[rows, u] / ta)
-            after = np.minimum(1.0, (tried[rows, u] + p_x) / ta)
+            before = np.minimum(1.0, tried[at] / ta)
+            after = np.minimum(1.0, (tried[at] + p_x) / ta)
             with np.errstate(divide="ignore", invalid="ignore"):
                 a = np.where(before < 1.0, (after - before) / (1.0 - before), 0.0)
             a = np.where(p_x >= threshold.threshold_single, 1.0, a)
-            tried[rows, u] += p_x
+            tried[at] += p_x
             r[rows, x] = 0.0
             r = _normalise(r)
         elif rule == "topk":
@@ -182,17 +185,17 @@ def tree_laws(parents, draft_token_ids, draft_probs, target_probs, rule) -> Tree
             r = _normalise(r)
         else:
             if rule == "iid":
-                q = draft[rows, u]
+                q = draft[at]
             else:
-                left = remaining[rows, u]
+                left = remaining[at].copy() if static else remaining[at]
                 q = _normalise(left)
                 left[rows, x] = 0.0
-                remaining[rows, u] = left
+                remaining[at] = left
             a = acceptance_ratio(r_x, q[rows, x])
             r = _normalise(np.maximum(r - q, 0.0))
         accept[:, i] = a
-        reach[:, i + 1] = reach[rows, u] * alive[rows, u] * a
-        alive[rows, u] *= 1.0 - a
-        residual[rows, u] = r
+        reach[:, i + 1] = reach[at] * alive[at] * a
+        alive[at] *= 1.0 - a
+        residual[at] = r
     stop = reach * alive
     return TreeLaws(slot_parent=slot_parent, depth=depth, accept=accept, reach=reach, stop=stop, final=residual)

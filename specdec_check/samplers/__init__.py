@@ -1,19 +1,26 @@
-"""Reference samplers: exact implementations of the two plug-in contracts.
+"""Reference samplers: exact implementations of the plug-in contracts.
 
-``numpy_verify`` / ``numpy_generate`` always; ``torch_verify`` / ``torch_generate``
-when torch is installed (imported lazily, so ``import specdec_check`` never loads torch).
+``numpy_verify`` / ``numpy_generate`` and the tree verifiers ``numpy_verify_tree_*`` always;
+``torch_verify`` / ``torch_generate`` / ``torch_verify_tree_*`` when torch is installed
+(imported lazily, so ``import specdec_check`` never loads torch).
 """
 
 from .._tables import categorical
 from ._numpy_generate import check_generate_args, numpy_generate
 from ._numpy_verify import numpy_verify
+from ._tree_numpy import numpy_verify_tree_iid, numpy_verify_tree_topk, numpy_verify_tree_without_replacement
 
-__all__ = ["categorical", "check_generate_args", "numpy_generate", "numpy_verify", "torch_generate", "torch_verify"]
+__all__ = ["categorical", "check_generate_args", "numpy_generate", "numpy_verify", "numpy_verify_tree_iid",
+           "numpy_verify_tree_topk", "numpy_verify_tree_without_replacement", "torch_generate", "torch_verify",
+           "torch_verify_tree_iid", "torch_verify_tree_topk", "torch_verify_tree_without_replacement"]
+
+_TORCH = {"torch_verify": "_torch", "torch_generate": "_torch", "torch_verify_tree_iid": "_tree_torch",
+          "torch_verify_tree_topk": "_tree_torch", "torch_verify_tree_without_replacement": "_tree_torch"}
 
 
 def __getattr__(name):
-    if name in ("torch_verify", "torch_generate"):
-        from . import _torch
+    if name in _TORCH:
+        import importlib
 
-        return getattr(_torch, name)
+        return getattr(importlib.import_module(f"{__name__}.{_TORCH[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

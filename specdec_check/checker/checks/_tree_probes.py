@@ -23,6 +23,10 @@ __all__ = ["TreeNonFiniteProbe", "ZeroCoinProbe", "zero_generator"]
 
 #: Rows of the zero-coin probe's call (identical rows: one is enough, a few show a batch path too).
 ZERO_COIN_ROWS = 8
+#: Byte offset of the MT19937 words in torch's CPU generator state (after a 24-byte header).
+MT_STATE_OFFSET = 24
+#: Draws that must all be 0 before a torch generator is trusted as all-zero (more than one MT19937 twist).
+MT_CHECK_DRAWS = 2048
 
 
 def zero_generator(backend):
@@ -37,9 +41,15 @@ def zero_generator(backend):
 
         gen = torch.Generator(device="cpu")
         state = gen.get_state().clone()
-        state[:] = 0  # the MT19937 key and its position: all zeros
-        gen.set_state(state)
-        if float(torch.rand(1, generator=gen)) != 0.0:  # pragma: no cover - a torch whose CPU generator differs
+        # The CPU generator's state starts with (seed u64, left i32, seeded i32, next u64) and then the 624
+        # MT19937 words (u64 each): zero the words, keep the header valid (torch checks it).
+        state[MT_STATE_OFFSET: MT_STATE_OFFSET + 624 * 8] = 0
+        try:
+            gen.set_state(state)
+            zero = not bool(torch.rand(MT_CHECK_DRAWS, generator=gen).any())
+        except RuntimeError:  # pragma: no cover - a torch whose CPU generator state is laid out otherwise
+            return None
+        if not zero:  # pragma: no cover - idem
             return None
         gen.set_state(state)
         return gen

@@ -183,3 +183,13 @@ def tree_bonus_from_parent_row(*, parents, draft_token_ids, draft_probs, target_
     """
     return _walk(parents, draft_token_ids, draft_probs, target_probs, generator, rule="topk",
                  bonus_row=lambda parent, slot: parent)
+
+
+# The scheme each bug is checked under (read by check_tree_verifier and the suite when none is given).
+tree_residual_not_updated.drafting = "iid"
+tree_iid_rule_on_without_replacement.drafting = "without_replacement"
+tree_sibling_law_not_renormalised.drafting = "without_replacement"
+tree_iid_rule_on_topk_drafts.drafting = "topk"
+tree_final_from_parent_row.drafting = "iid"
+tree_final_from_root_row.drafting = "topk"
+tree_bonus_from_parent_row.drafting = "topk"

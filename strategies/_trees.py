@@ -20,15 +20,20 @@ from ._vectors import _frozen, probability_vectors
 __all__ = ["TreeCase", "tree_cases", "trees"]
 
 
+#: Largest raw choice per node: a node attaches to ``room[choice % len(room)]`` (uniform enough for trees of
+#: up to a few hundred nodes, and a list of choices shrinks by deleting nodes anywhere, not only at the end).
+_CHOICE = 1 << 16
+
+
 @st.composite
 def _trees(draw, min_nodes, max_nodes, max_branching, max_depth):
-    nodes = draw(st.integers(min_nodes, max_nodes))
+    choices = draw(st.lists(st.integers(0, _CHOICE), min_size=min_nodes, max_size=max_nodes))
     parents, depth, kids = [], [0], [0]
-    for _ in range(nodes):
+    for choice in choices:
         room = [s for s in range(len(depth)) if kids[s] < max_branching and depth[s] < max_depth]
         if not room:  # the bounds are full: a larger tree does not fit
             break
-        s = room[draw(st.integers(0, len(room) - 1))]
+        s = room[choice % len(room)]
         parents.append(s - 1)
         kids[s] += 1
         depth.append(depth[s] + 1)

@@ -5,8 +5,9 @@ validated once), ``_session`` (one run: plan, alpha ledger, scenarios, report), 
 (the call protocol), ``_contract`` (the output contract and impossible events), ``_block``
 (a call's exact laws), ``_tally`` (streaming law tests), ``checks/`` (one check per module),
 ``_verdict`` (records to findings), ``_repro`` (repro lines), ``_report`` (the result objects),
-``_backend``/``_backends``/``_torch_backend`` (where the sampler runs), ``_verifier`` and
-``_generator`` (the two kinds and their public entry points).
+``_backend``/``_backends``/``_torch_backend`` (where the sampler runs), ``_verifier``,
+``_generator`` and ``_tree`` (the kinds and their public entry points; the tree kind's block,
+caller and checks are ``_tree_block``, ``_tree_caller`` and ``checks/_tree_*``).
 """
 
 from .._settings import MODES, Mode

@@ -29,6 +29,21 @@ def _load() -> str:
         return "load average unavailable"
 
 
+def _rows_to_verdict(report):
+    """``(rows until the first failing scenario ended, rows of the whole run, "scenario: checks")``: the run
+    goes on through every scenario after a failure, so the first count is the cost of the verdict."""
+    if report is None:
+        return 0, 0, "-"
+    failed = {f.scenario for f in report.failures}
+    rows = 0
+    for s in report.scenarios:
+        rows += s.samples
+        if s.name in failed:
+            checks = sorted({f.check for f in report.failures if f.scenario == s.name})
+            return rows, report.samples_used, f"{s.name}: {', '.join(checks)}"
+    return report.samples_used, report.samples_used, "-"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="default")
@@ -51,14 +66,13 @@ def main(argv=None) -> None:
         score = tree_mutation_score(args.mode, seed=args.seed)
         print(f"\n## Tree catalogue: {score.detected}/{len(score.bugs)} bugs detected, "
               f"{sum(r.ok for r in score.controls)}/{len(score.controls)} controls passed, {score.elapsed_s:.0f} s\n")
-        print("| entry | scheme | expected | verdict | rows to verdict | seconds | first finding |")
-        print("|---|---|---|---|---:|---:|---|")
+        print("| entry | scheme | expected | verdict | rows to verdict | rows in all | seconds | first failing scenario: checks |")
+        print("|---|---|---|---|---:|---:|---:|---|")
         for row in score.rows:
             report = score.reports.get(row.name)
-            rows = report.samples_used if report is not None else 0
-            finding = row.finding.split(":")[0] if row.finding else "-"
-            print(f"| {row.name} | {row.kind[6:-1]} | {row.expected} | {row.outcome} | {rows:,} | {row.elapsed_s:.1f} | "
-                  f"{finding} |")
+            to_verdict, total, first = _rows_to_verdict(report)
+            print(f"| {row.name} | {row.kind[6:-1]} | {row.expected} | {row.outcome} | {to_verdict:,} | {total:,} | "
+                  f"{row.elapsed_s:.1f} | {first} |")
     print(f"\n({_load()} at the end)")
 
 

@@ -57,11 +57,17 @@ def sglang_tree_layout(parents: torch.Tensor):
     return first, sibling, int(depth.max()) if nodes else 0
 
 
+#: float32 coins have 24 random bits, as ``torch.rand(dtype=torch.float32)`` draws them: multiples of 2^-24 in
+#: [0, 1). (Rounding a float64 uniform to float32 instead could give exactly 1.0, which no uniform in [0, 1) is.)
+COIN_BITS = 24
+
+
 def _coins(generator, shape, device):
     if isinstance(generator, torch.Generator):
         return torch.rand(shape, generator=generator, device=device, dtype=torch.float32)
     if isinstance(generator, np.random.Generator):
-        return torch.from_numpy(generator.random(shape).astype(np.float32)).to(device)
+        bits = generator.integers(0, 1 << COIN_BITS, size=shape, dtype=np.int64)
+        return torch.from_numpy((bits * 2.0**-COIN_BITS).astype(np.float32)).to(device)
     raise TypeError(f"generator must be a torch.Generator or a numpy.random.Generator; got {type(generator).__name__}.")
 
 

@@ -18,7 +18,8 @@ import time
 from specdec_check import samplers
 from specdec_check.checker import check_tree_verifier
 
-REFERENCES = {"iid": samplers.numpy_verify_tree_iid, "without_replacement": samplers.numpy_verify_tree_without_replacement,
+REFERENCES = {"iid": samplers.numpy_verify_tree_iid,
+              "without_replacement": samplers.numpy_verify_tree_without_replacement,
               "topk": samplers.numpy_verify_tree_topk}
 
 
@@ -66,7 +67,8 @@ def main(argv=None) -> None:
         score = tree_mutation_score(args.mode, seed=args.seed)
         print(f"\n## Tree catalogue: {score.detected}/{len(score.bugs)} bugs detected, "
               f"{sum(r.ok for r in score.controls)}/{len(score.controls)} controls passed, {score.elapsed_s:.0f} s\n")
-        print("| entry | scheme | expected | verdict | rows to verdict | rows in all | seconds | first failing scenario: checks |")
+        print("| entry | scheme | expected | verdict | rows to verdict | rows in all | seconds "
+              "| first failing scenario: checks |")
         print("|---|---|---|---|---:|---:|---:|---|")
         for row in score.rows:
             report = score.reports.get(row.name)

@@ -47,7 +47,8 @@ def pytest_addoption(parser):
     for kind in KINDS:
         option, env, ini, _ = _SETTINGS[kind]
         group.addoption(option, metavar="MODULE:CALLABLE", default=None,
-                        help=f"{'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check (env {env}, ini {ini}; "
+                        help=f"{'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
+                             f"(env {env}, ini {ini}; "
                              f"default {default_sampler(kind)}).")
     group.addoption("--specdec-backend", metavar="NAME", default=None, choices=BACKENDS,
                     help=f"array backend the sampler uses: {' or '.join(BACKENDS)} (env SPECDEC_BACKEND; "

@@ -156,8 +156,8 @@ def _bugs():
             finding=_LAW + ("impossible",)),
         TreeCatalogueEntry(
             "sglang_zero_coin_boundary", sglang_target_only, "topk",
-            "SGLang's target-only kernel accepts a child iff coin <= S (inclusive): a coin of exactly 0 accepts a child "
-            "of target probability zero. Shown by the zero-coin probe.",
+            "SGLang's target-only kernel accepts a child iff coin <= S (inclusive): a coin of exactly 0 accepts a "
+            "child of target probability zero. Shown by the zero-coin probe.",
             "sgl-project/sglang#35771 (fixed by PR #35788); kernel at b227f63", finding=("impossible",)),
         TreeCatalogueEntry(
             "sglang_threshold_single", sglang_threshold_single, "topk",

@@ -145,7 +145,8 @@ def tree_verifier_kind(drafting: str) -> SamplerKind:
     return SamplerKind(
         name="tree_verifier", command=f"{names.command} --drafting {drafting}", keywords=TREE_KEYWORDS,
         scenario_type=TreeScenario, default_battery=functools.partial(default_tree_battery, drafting),
-        checks=TREE_CHECKS, plan=functools.partial(_plan, drafting), run_scenario=functools.partial(_run_scenario, drafting),
+        checks=TREE_CHECKS, plan=functools.partial(_plan, drafting),
+        run_scenario=functools.partial(_run_scenario, drafting),
     )
 
 
@@ -179,8 +180,8 @@ def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFA
     if drafting is None:
         drafting = getattr(verify_tree, "drafting", None)
         if drafting is None:
-            raise ValueError(f"say how the trees are drafted: drafting= one of {DRAFTING_SCHEMES} (the verifier is exact "
-                             "only for the scheme its drafter uses), or set verify_tree.drafting.")
+            raise ValueError(f"say how the trees are drafted: drafting= one of {DRAFTING_SCHEMES} (the verifier is "
+                             "exact only for the scheme its drafter uses), or set verify_tree.drafting.")
     kind = tree_verifier_kind(check_drafting(drafting))
     if rule not in TREE_RULES:
         raise ValueError(f"rule must be one of {TREE_RULES}: 'standard' judges the scheme's reference rule, 'any' "

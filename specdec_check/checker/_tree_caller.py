@@ -102,8 +102,9 @@ class TreeCaller:
             tb = _traceback(exc)
             if backend.read_only_inputs and "read-only" in str(exc):
                 changed = self.modified_inputs(kwargs, seed)
-                run.fail("contract", f"the tree verifier modified its input(s) {changed} in place ({type(exc).__name__} "
-                         f"on the read-only inputs: {exc})", {"modified": changed, "traceback": tb})
+                run.fail("contract", f"the tree verifier modified its input(s) {changed} in place "
+                         f"({type(exc).__name__} on the read-only inputs: {exc})",
+                         {"modified": changed, "traceback": tb})
             else:
                 run.fail(check, f"the tree verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
             run.stopped = True
@@ -111,7 +112,8 @@ class TreeCaller:
         if originals is not None:
             changed = [k for k in kwargs if not backend.same(kwargs[k], originals[k])]
             if changed:
-                run.fail("contract", f"the tree verifier modified its input(s) {changed} in place", {"modified": changed})
+                run.fail("contract", f"the tree verifier modified its input(s) {changed} in place",
+                         {"modified": changed})
                 run.stopped = True
                 return None, None
         try:

@@ -56,9 +56,9 @@ def draft_child(drafting: str, draft_rows: np.ndarray, removed: np.ndarray, rng:
     empty = ~(left > 0).any(axis=1)
     if empty.any():
         row = int(np.flatnonzero(empty)[0])
-        raise ValueError(f"row {row}: drafting {drafting} needs more children than the draft row has tokens of positive "
-                         f"probability ({int((draft_rows[row] > 0).sum())}); give that tree fewer children per node or "
-                         "draft laws with a wider support.")
+        raise ValueError(f"row {row}: drafting {drafting} needs more children than the draft row has tokens of "
+                         f"positive probability ({int((draft_rows[row] > 0).sum())}); give that tree fewer children "
+                         "per node or draft laws with a wider support.")
     return categorical(left / left.sum(axis=1, keepdims=True), rng)
 
 

@@ -127,7 +127,8 @@ def acceptance_ratio(residual_at, proposal_at):
     draw is accepted exactly when the residual wants it), elementwise on arrays."""
     positive = proposal_at > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(positive, residual_at / np.where(positive, proposal_at, 1.0), np.where(residual_at > 0, 1.0, 0.0))
+        ratio = np.where(positive, residual_at / np.where(positive, proposal_at, 1.0),
+                         np.where(residual_at > 0, 1.0, 0.0))
     return np.minimum(ratio, 1.0)
 
 

@@ -379,7 +379,8 @@ def _tree_scenario(case):
     from specdec_check.scenarios import TreeScenario
 
     tile = (TREE_ROWS_PER_CALL, 1, 1)
-    return TreeScenario.from_rows("suite-tree", parents=case.parents, target_probs=np.tile(case.target_probs[None], tile),
+    return TreeScenario.from_rows("suite-tree", parents=case.parents,
+                                  target_probs=np.tile(case.target_probs[None], tile),
                                   draft_probs=np.tile(case.draft_probs[None], tile),
                                   description=f"one drawn tree and its rows, repeated {TREE_ROWS_PER_CALL} times")
 

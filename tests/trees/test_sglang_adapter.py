@@ -50,7 +50,8 @@ def test_the_port_reproduces_sglangs_kernel_test(case):
     port(predicts=predicts, accept_index=accept_index, accept_token_num=accept_num,
          candidates=torch.tensor(CANDIDATES), retrive_index=torch.tensor(RETRIVE_INDEX),
          retrive_next_token=torch.tensor(NEXT_TOKEN), retrive_next_sibling=torch.tensor(NEXT_SIBLING),
-         uniform_samples=torch.rand(2, 6, generator=gen), uniform_samples_for_final_sampling=torch.rand(2, generator=gen),
+         uniform_samples=torch.rand(2, 6, generator=gen),
+         uniform_samples_for_final_sampling=torch.rand(2, generator=gen),
          target_probs=target, draft_probs=torch.zeros_like(target), threshold_single=single, threshold_acc=acc)
     assert predicts.tolist() == predicts_expected
     assert accept_index.tolist() == accept_expected

@@ -15,7 +15,8 @@ from specdec_check.checker._tree_block import TreeBlock, check_tree_output, toke
 from specdec_check.exact._tree_kernels import slot_parents, tree_laws
 from specdec_check.scenarios import TreeScenario, default_tree_battery, markov_pair, star_tree
 
-REFERENCES = {"iid": samplers.numpy_verify_tree_iid, "without_replacement": samplers.numpy_verify_tree_without_replacement,
+REFERENCES = {"iid": samplers.numpy_verify_tree_iid,
+              "without_replacement": samplers.numpy_verify_tree_without_replacement,
               "topk": samplers.numpy_verify_tree_topk}
 
 

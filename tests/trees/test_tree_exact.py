@@ -136,8 +136,9 @@ def test_each_reference_rule_is_lossless_on_its_scheme(drafting, parents):
         assert exact.tree_loss_tv(target, draft, parents, drafting=drafting, prompt=[seed % 4]) < 1e-12
 
 
-@pytest.mark.parametrize("drafting,rule", [("topk", "iid"), ("without_replacement", "iid"), ("iid", "without_replacement"),
-                                           ("topk", ThresholdRule(0.2, 1.0)), ("topk", ThresholdRule(1.0, 0.5))],
+@pytest.mark.parametrize("drafting,rule", [("topk", "iid"), ("without_replacement", "iid"),
+                                           ("iid", "without_replacement"), ("topk", ThresholdRule(0.2, 1.0)),
+                                           ("topk", ThresholdRule(1.0, 0.5))],
                          ids=str)
 def test_a_rule_off_its_scheme_is_lossy(drafting, rule):
     target, draft = markov_pair("opposite-ranking", vocab_size=4, order=1, seed=1)

@@ -157,7 +157,8 @@ class TreeLawChecks:
         run, s = self.run, self.run.scenario
         for test in run.plan:
             if test.name in _PIT_TESTS or test.check == "sequence_law" and test.name != INTEGRATED:
-                self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins, alpha=run.spend(test.name))
+                self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins,
+                                                   alpha=run.spend(test.name))
         if INTEGRATED in run.planned:
             law = s.integrated_law(self.drafting, self.caller.rule, law_model=run.backend.law_model)
             self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED))
@@ -191,7 +192,8 @@ class TreeLawChecks:
             run.stopped = True
             return False
         if self.integrated is not None and fresh:
-            self.integrated.add_codes(block.draw.pool_index * self.outcomes + encode_emitted(out, run.scenario.vocab_size))
+            codes = encode_emitted(out, run.scenario.vocab_size)
+            self.integrated.add_codes(block.draw.pool_index * self.outcomes + codes)
         return True
 
     def finish(self) -> None:

@@ -71,7 +71,8 @@ class TreeIndependence:
                     run.note_skipped("independence", f"{name}: the scenario already failed; the expected collision "
                                      "counts assume the exact law")
             return
-        pairs = max(MIN_PAIRS, min(run.mode.max_samples // 8, MAX_PAIRS, RANDOMNESS_CELLS // ((s.nodes + 1) * s.vocab_size)))
+        cap = RANDOMNESS_CELLS // ((s.nodes + 1) * s.vocab_size)
+        pairs = max(MIN_PAIRS, min(run.mode.max_samples // 8, MAX_PAIRS, cap))
         for name, within in (("independence_calls", False), ("independence_rows", True)):
             if name in run.planned and not run.stopped:
                 self.collisions(name, pairs, within_call=within)

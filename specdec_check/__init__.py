@@ -20,6 +20,7 @@ __all__ = [
     "MarkovModel",
     "MixtureModel",
     "check_generator",
+    "check_tree_verifier",
     "check_verifier",
     "exact",
     "mix",
@@ -41,6 +42,7 @@ _LAZY = {
     "Finding": "checker",
     "check_generator": "checker",
     "check_verifier": "checker",
+    "check_tree_verifier": "checker",
 }
 _SUBMODULES = {"exact", "samplers", "scenarios", "stats"}
 

@@ -1,6 +1,6 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
-Subcommands: ``verify``, ``generate``, ``mutants``, ``demo``, ``report``.
+Subcommands: ``verify``, ``generate``, ``tree``, ``mutants``, ``demo``, ``report``.
 Exit status (one table, :data:`specdec_check._report_rules.VERDICT_EXIT_STATUS`): 0 passed
 (or lossless but inefficient), 1 failed (including a sampler that raises, ends or kills its
 process, or runs past ``--timeout``), 4 inconclusive (the law tests could not reach the
@@ -212,7 +212,7 @@ def _add_check_options(sub, command: str):
     kind = _KIND_OF[command]
     numpy_default, torch_default = default_sampler(kind, "numpy"), default_sampler(kind, "torch")
     sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
-                     help=f"the {'verifier' if kind == 'verifier' else 'decode loop'} to check "
+                     help=f"the {'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
                           f"(default: {numpy_default}; with --backend torch: {torch_default})")
     sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
     sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
@@ -270,6 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
                               epilog=_CHECK_EPILOG)
     _add_check_options(generate, "generate")
 
+    tree = sub.add_parser("tree", help="check a tree verifier (multi-draft accept/reject kernel)",
+                          description="Check that a tree verifier reproduces the target law exactly on trees drafted "
+                                      "with the given scheme; print a verdict table and write the report.",
+                          epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+    _add_check_options(tree, "tree")
+    tree.add_argument("--drafting", choices=("iid", "without_replacement", "topk"), default=None,
+                      help="how the drafter chooses a node's children: independently, without replacement, or the "
+                           "deterministic top-k (default: the callable's .drafting attribute, else topk)")
+
     mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
                              description="Run the checker on every catalogued bug and exact control and print "
                                          "the mutation table.",
@@ -279,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
     mutants.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
+    mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
 
     demo = sub.add_parser("demo", help="the corpus-bigram figures",
                           description="Speculative decoding on the corpus-bigram scenario: measured against exact "
@@ -307,14 +317,23 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- commands
 
 
-def _scenarios(path, names, command):
+def _tree_drafting(drafting, sampler=None) -> str:
+    """The tree command's scheme: ``--drafting``, else the callable's ``.drafting``, else top-k."""
+    return drafting or getattr(sampler, "drafting", None) or "topk"
+
+
+def _scenarios(path, names, command, args_drafting=None):
     """The scenarios to run: from ``--scenarios`` (or the default battery), filtered by ``--scenario``."""
     if path is None and not names:
         return None
     if path is None:
         from . import scenarios as bundled
 
-        found = tuple(bundled.default_verifier_battery() if command == "verify" else bundled.default_generator_battery())
+        if command == "tree":
+            found = tuple(bundled.default_tree_battery(_tree_drafting(args_drafting)))
+        else:
+            found = tuple(bundled.default_verifier_battery() if command == "verify"
+                          else bundled.default_generator_battery())
     else:
         obj = resolve_callable(path, what="scenario list")
         if callable(obj):
@@ -369,14 +388,20 @@ def _check_in_child(args, path, channel):
     kind = _KIND_OF[args.command]
     try:
         sampler = _resolve_sampler(path, kind)
-        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
+        drafting = _tree_drafting(args.drafting, sampler) if args.command == "tree" else None
+        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting)
     except UsageError as exc:
         return ("usage", str(exc))
     from .checker import SAMPLER_KINDS, check_options, run
 
     monitor = ChannelMonitor(channel)
     try:
-        sampler_kind = SAMPLER_KINDS[kind]
+        if drafting is not None:
+            from .checker._tree import tree_verifier_kind
+
+            sampler_kind = tree_verifier_kind(drafting)
+        else:
+            sampler_kind = SAMPLER_KINDS[kind]
         rule = getattr(args, "rule", DEFAULT_RULE)
         options = check_options(sampler_kind.allowed_checks(rule), mode=args.mode, backend=args.backend,
                                 device=args.device, dtype=args.dtype, seed=args.seed, alpha=args.alpha,
@@ -442,11 +467,12 @@ def _emit(data, args):
 
 
 def _run_mutants(args) -> int:
-    from .bugs import format_mutation_table, mutation_score
+    from .bugs import format_mutation_table, mutation_score, tree_mutation_score
 
     progress = make_progress(not args.no_progress, desc="mutants")
+    score_of = tree_mutation_score if args.trees else mutation_score
     try:
-        score = mutation_score(args.mode, seed=args.seed, names=args.names or None, progress=progress)
+        score = score_of(args.mode, seed=args.seed, names=args.names or None, progress=progress)
     except KeyError as exc:
         raise UsageError(str(exc.args[0]) if exc.args else "unknown catalogue entry") from None
     finally:
@@ -498,8 +524,8 @@ def _text(data):
     return render_text(data)
 
 
-_COMMANDS = {"verify": _run_check, "generate": _run_check, "mutants": _run_mutants, "demo": _run_demo,
-             "report": _run_report}
+_COMMANDS = {"verify": _run_check, "generate": _run_check, "tree": _run_check, "mutants": _run_mutants,
+             "demo": _run_demo, "report": _run_report}
 
 
 def main(argv=None) -> int:

@@ -104,6 +104,10 @@ KINDS = {
     "generator": KindNames("generator", "generate", "--specdec-generator", "SPECDEC_GENERATOR", "specdec_generator",
                            (("numpy", "specdec_check.samplers:numpy_generate"),
                             ("torch", "specdec_check.samplers:torch_generate"))),
+    "tree_verifier": KindNames("tree_verifier", "tree", "--specdec-tree-verifier", "SPECDEC_TREE_VERIFIER",
+                               "specdec_tree_verifier",
+                               (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),
+                                ("torch", "specdec_check.samplers:torch_verify_tree_topk"))),
 }
 
 

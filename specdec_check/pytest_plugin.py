@@ -52,7 +52,8 @@ def pytest_addoption(parser):
     for kind in KINDS:
         option, env, ini, _ = _SETTINGS[kind]
         group.addoption(option, metavar="MODULE:CALLABLE", default=None,
-                        help=f"{'verifier' if kind == 'verifier' else 'decode loop'} to check (env {env}, ini {ini}; "
+                        help=f"{'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
+                             f"(env {env}, ini {ini}; "
                              f"default {default_sampler(kind)}).")
     group.addoption("--specdec-backend", metavar="NAME", default=None, choices=BACKENDS,
                     help=f"array backend the sampler uses: {' or '.join(BACKENDS)} (env SPECDEC_BACKEND; "
@@ -226,6 +227,12 @@ def specdec_verifier(specdec_session):
 def specdec_generator(specdec_session):
     """The decode loop under test. Override this fixture in your conftest.py to check an object you build."""
     return _sampler(specdec_session, "generator")
+
+
+@pytest.fixture(scope="session")
+def specdec_tree_verifier(specdec_session):
+    """The tree verifier under test (its scheme from its ``drafting`` attribute). Override in conftest.py."""
+    return _sampler(specdec_session, "tree_verifier")
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ imported; the ``hypothesis`` entry point (:mod:`specdec_check._hypothesis_hook`)
 from ._configs import SpecConfig, spec_configs
 from ._inputs import INPUT_CASES, VerifierInputs, verifier_inputs
 from ._models import ModelPair, hashed_markov_models, markov_model_pairs, markov_models
+from ._trees import TreeCase, tree_cases, trees
 from ._vectors import (
     LARGE_PAIR_CASES,
     PAIR_CASES,
@@ -37,6 +38,7 @@ __all__ = [
     "PAIR_CASES",
     "SpecConfig",
     "TILE_SIZES",
+    "TreeCase",
     "VerifierInputs",
     "distribution_pairs",
     "hashed_markov_models",
@@ -45,6 +47,8 @@ __all__ = [
     "markov_models",
     "probability_vectors",
     "spec_configs",
+    "tree_cases",
+    "trees",
     "verifier_inputs",
     "vocab_sizes",
 ]
@@ -58,6 +62,7 @@ def _hypothesis_setup_hook() -> None:
     st.register_type_strategy(SpecConfig, spec_configs())
     st.register_type_strategy(VerifierInputs, verifier_inputs())
     st.register_type_strategy(ModelPair, markov_model_pairs())
+    st.register_type_strategy(TreeCase, tree_cases())
 
 
 _hypothesis_setup_hook()

@@ -27,9 +27,30 @@ from ._lossy import medusa_thresholds, medusa_typical_path_step_law, sglang_thre
 from ._outcomes import decode_emitted, encode_emitted, num_step_outcomes
 from ._recursion import acceptance_rate, marginals, pair_marginals, stationary_contexts
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
+from ._tree import (
+    DRAFTING_SCHEMES,
+    RULES,
+    ThresholdRule,
+    TreeLaws,
+    check_tree,
+    enumerate_tree_drafts,
+    tree_accepted_length_law,
+    tree_completed_law,
+    tree_depth,
+    tree_emitted_law,
+    tree_expected_accepted_length,
+    tree_laws_of,
+    tree_loss_tv,
+    tree_sequence_law,
+    tree_step_law,
+)
 
 __all__ = [
     "BlockWeights",
+    "DRAFTING_SCHEMES",
+    "RULES",
+    "ThresholdRule",
+    "TreeLaws",
     "acceptance_probabilities",
     "acceptance_rate",
     "accepted_count_law",
@@ -62,4 +83,15 @@ __all__ = [
     "stationary_contexts",
     "step_law",
     "target_completed_law",
+    "check_tree",
+    "enumerate_tree_drafts",
+    "tree_accepted_length_law",
+    "tree_completed_law",
+    "tree_depth",
+    "tree_emitted_law",
+    "tree_expected_accepted_length",
+    "tree_laws_of",
+    "tree_loss_tv",
+    "tree_sequence_law",
+    "tree_step_law",
 ]

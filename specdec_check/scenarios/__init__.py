@@ -4,6 +4,8 @@ from ._battery import default_generator_battery, default_verifier_battery, marko
 from ._corpus import CORPUS, corpus_bigram, corpus_vocabulary
 from ._scenario import GeneratorScenario, LawTables, VerifierDraw, VerifierScenario
 from ._screen import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES, VerifierScreen, screen_rows
+from ._tree import TreeDraw, TreeScenario, chain_tree, eagle_like_tree, random_tree, star_tree
+from ._tree_battery import default_tree_battery
 
 __all__ = [
     "CORPUS",
@@ -11,14 +13,21 @@ __all__ = [
     "SCREEN_PROBES",
     "STRUCTURAL_PROBES",
     "LawTables",
+    "TreeDraw",
+    "TreeScenario",
     "OVERFLOW_TOKENS",
     "VerifierDraw",
     "VerifierScenario",
     "VerifierScreen",
+    "chain_tree",
     "corpus_bigram",
     "corpus_vocabulary",
     "default_generator_battery",
+    "default_tree_battery",
     "default_verifier_battery",
+    "eagle_like_tree",
     "markov_pair",
+    "random_tree",
     "screen_rows",
+    "star_tree",
 ]

@@ -26,6 +26,7 @@ from specdec_check.strategies import ModelPair, VerifierInputs, markov_model_pai
 
 __all__ = [
     "GENERATOR_PROPERTIES",
+    "TREE_VERIFIER_PROPERTIES",
     "VERIFIER_PROPERTIES",
     "Check",
     "GeneratorCase",
@@ -247,7 +248,7 @@ class Property:
     @property
     def test_name(self) -> str:
         """The name Hypothesis reports a falsifying example under (``test_<name>``, ``test_generator_<name>``)."""
-        return f"test_{self.name}" if self.kind == "verifier" else f"test_generator_{self.name}"
+        return f"test_{self.name}" if self.kind != "generator" else f"test_generator_{self.name}"
 
     def check(self, sampler, *, ledger=None, options=None) -> None:
         """Run the property on ``sampler`` as a Hypothesis test.
@@ -402,6 +403,78 @@ GENERATOR_PROPERTIES = {
                  "the joint law of the generated tokens equals the target's"),
         Property("target_calls", "generator", True, _generator_statistical("target_calls"), _cases,
                  "target calls per generated token match the exact expectation"),
+    ]
+}
+
+
+# --------------------------------------------------------------------------- tree-verifier properties
+
+#: Rows per tree-verifier call in the suite: the drawn case's rows, repeated (fresh drafts every call).
+TREE_ROWS_PER_CALL = 64
+
+
+def _tree_drafting(verify) -> str:
+    """The scheme a tree verifier declares (``verify.drafting``); top-k, the common case, when it does not."""
+    return getattr(verify, "drafting", None) or "topk"
+
+
+def _tree_scenario(case):
+    from specdec_check.scenarios import TreeScenario
+
+    tile = (TREE_ROWS_PER_CALL, 1, 1)
+    return TreeScenario.from_rows("suite-tree", parents=case.parents,
+                                  target_probs=np.tile(case.target_probs[None], tile),
+                                  draft_probs=np.tile(case.draft_probs[None], tile),
+                                  description=f"one drawn tree and its rows, repeated {TREE_ROWS_PER_CALL} times")
+
+
+def _tree_repro(verify, case, check: str, seed: int, alpha: float, options: dict) -> str:
+    return _python_repro(
+        "import numpy as np, pkgutil; from specdec_check.checker import check_tree_verifier; "
+        "from specdec_check.suite._properties import _tree_scenario; from specdec_check.strategies import TreeCase; "
+        f"v = pkgutil.resolve_name({_lit(_name(verify))}); "
+        f"c = TreeCase(np.array({case.parents.tolist()!r}), {_array_src(case.target_probs)}, "
+        f"{_array_src(case.draft_probs)}); "
+        f"print(check_tree_verifier(v, drafting={_lit(_tree_drafting(verify))}, scenarios=[_tree_scenario(c)], "
+        f"mode={_lit(MODE)}, checks=[{_lit(check)}], seed={seed}, alpha={alpha!r}"
+        f"{_options_src(options, kind='tree_verifier')}).summary())"
+    )
+
+
+def _tree_check(check: str, statistical: bool):
+    def run(verify, *, case, seed: int, alpha: float, options: dict) -> None:
+        from specdec_check.checker import check_tree_verifier
+
+        checks = [check] if statistical else ["contract", "impossible"]
+        report = check_tree_verifier(verify, drafting=_tree_drafting(verify), scenarios=[_tree_scenario(case)],
+                                     mode=MODE, checks=checks, seed=seed, alpha=alpha, name=_name(verify),
+                                     **_checker_options(options, kind="tree_verifier"))
+        note(f"{check}: {case!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
+        if report.failures:
+            evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
+            for f in report.failures:
+                evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
+            _fail(f"{_name(verify)} fails the tree {check!r} property", evidence,
+                  _tree_repro(verify, case, checks[0], seed, alpha, options), report)
+
+    run.__name__ = f"tree_{check}"
+    return run
+
+
+def _tree_cases(options: dict) -> dict:
+    from specdec_check.strategies import tree_cases
+
+    return {"case": tree_cases(full_support=True), "seed": seeds()}
+
+
+TREE_VERIFIER_PROPERTIES = {
+    p.name: p for p in [
+        Property("tree_contract", "tree_verifier", False, _tree_check("contract", False), _tree_cases,
+                 "the tree contract (a root path of the tree, then one token) and no event of probability zero"),
+        Property("tree_sequence_law", "tree_verifier", True, _tree_check("sequence_law", True), _tree_cases,
+                 "every position of the emitted sequence follows its exact law given the tree"),
+        Property("tree_accepted_length", "tree_verifier", True, _tree_check("accepted_length", True), _tree_cases,
+                 "the accepted length follows its exact law under the scheme's reference rule"),
     ]
 }
 

@@ -250,33 +250,37 @@ class Property:
         """The name Hypothesis reports a falsifying example under (``test_<name>``, ``test_generator_<name>``)."""
         return f"test_{self.name}" if self.kind != "generator" else f"test_generator_{self.name}"
 
-    def check(self, sampler, *, ledger=None, options=None) -> None:
+    def check(self, sampler, *, ledger=None, options=None, isolate: bool = True) -> None:
         """Run the property on ``sampler`` as a Hypothesis test.
 
         With a ledger (the ``specdec_ledger`` fixture) each statistical example takes its alpha
         from it and the test runs under the suite's Hypothesis settings; without one, under the
         active profile at :data:`~specdec_check.suite._session.DEFAULT_EXAMPLE_ALPHA`. ``options``
         (the ``specdec_checker_options`` fixture) gives backend, device and dtype.
+
+        ``isolate`` (the default) runs the test in a forked child
+        (:func:`specdec_check._isolation.run_isolated`): a sampler that calls ``os._exit(0)``,
+        ``sys.exit`` or kills its process then fails this property instead of ending pytest with
+        status 0. Alpha spent in the child is spent in the ledger too.
         """
-        from hypothesis import given, settings
-
-        from ._session import DEFAULT_EXAMPLE_ALPHA
-
         options = dict(options or {"backend": "numpy"})
         if self.standard_only and options.get("rule", "standard") != "standard":
             import pytest
 
             pytest.skip(f"{self.name!r} tests the standard rule's own law; under rule={options['rule']!r} the "
                         "'completed' property decides")
-        statistical = self.statistical and ledger is not None
-        run = self.run
+        if not isolate:
+            return _run_property(self, sampler, ledger, options)
+        from .._isolation import IsolationError, run_isolated
 
-        def body(**drawn):
-            run(sampler, alpha=ledger.alpha() if statistical else DEFAULT_EXAMPLE_ALPHA, options=options, **drawn)
-
-        body.__name__ = body.__qualname__ = self.test_name
-        chosen = ledger.settings() if ledger is not None else settings()
-        chosen(given(**self.strategies(options))(body))()
+        try:
+            spent = run_isolated(_run_property, self, sampler, ledger, options)
+        except IsolationError as exc:
+            raise AssertionError(f"{_name(sampler)}: the {self.name!r} property did not finish: the sampler "
+                                 f"{exc.how} (a sampler must return or raise an Exception, never end or kill its "
+                                 "process)") from None
+        if ledger is not None:
+            ledger.absorb(spent)
 
 
 #: The suite's default domain is the contract's (gamma >= 1, V >= 2); degenerate shapes (gamma = 0,
@@ -477,6 +481,29 @@ TREE_VERIFIER_PROPERTIES = {
                  "the accepted length follows its exact law under the scheme's reference rule"),
     ]
 }
+
+
+def _run_property(prop: Property, sampler, ledger, options: dict):
+    """The Hypothesis test of ``prop`` on ``sampler``; returns what it spent of ``ledger`` (see
+    :meth:`SuiteLedger.spent_since`), so a forked child's spending reaches the parent's ledger."""
+    from hypothesis import given, settings
+
+    from ._session import DEFAULT_EXAMPLE_ALPHA
+
+    mark = ledger.mark() if ledger is not None else None
+    statistical = prop.statistical and ledger is not None
+    run = prop.run
+
+    def body(**drawn):
+        run(sampler, alpha=ledger.alpha() if statistical else DEFAULT_EXAMPLE_ALPHA, options=options, **drawn)
+
+    body.__name__ = body.__qualname__ = prop.test_name
+    chosen = ledger.settings() if ledger is not None else settings()
+    try:
+        chosen(given(**prop.strategies(options))(body))()
+    finally:
+        spent = ledger.spent_since(mark) if ledger is not None else None
+    return spent
 
 
 class Check:

@@ -86,6 +86,20 @@ class SuiteLedger:
             return self.ledger.spend(f"{nodeid}#{n}")
         return self.ledger.per_check
 
+    def mark(self) -> dict:
+        """The examples each test has drawn so far (to measure what a run spends, :meth:`spent_since`)."""
+        return dict(self.calls)
+
+    def spent_since(self, mark: dict) -> dict:
+        """``{nodeid: examples drawn since mark}``: what a run in a forked child spent, for :meth:`absorb`."""
+        return {k: n - mark.get(k, 0) for k, n in self.calls.items() if n > mark.get(k, 0)}
+
+    def absorb(self, spent) -> None:
+        """Spend in this (parent) ledger what a forked child's copy spent (:meth:`spent_since`)."""
+        for nodeid, n in (spent or {}).items():
+            for _ in range(n):
+                self.alpha(nodeid)
+
     def settings(self, **overrides):
         """The suite's Hypothesis settings (see :meth:`SuiteSession.settings`)."""
         if self.session is not None:

@@ -44,6 +44,17 @@ def bonus_from_row0(*, draft_token_ids, draft_probs, target_probs, generator):
 
 
 NOT_CALLABLE = 42
+
+
+def exits(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Ends the process on its second call, with status 0."""
+    import os
+
+    exits.calls = getattr(exits, "calls", 0) + 1
+    if exits.calls > 1:
+        os._exit(0)
+    return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target_probs,
+                        generator=generator)
 '''
 
 IMPLS = '''
@@ -214,6 +225,15 @@ class TestSuite:
                               cwd=impls.path, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert "verdict: FAILED" in proc.stdout and "residual_from_target" in proc.stdout
+
+    def test_a_sampler_that_ends_the_process_fails_the_item(self, impls):
+        # Without isolation os._exit(0) inside a test ends pytest itself with status 0, every later test unrun.
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k", "contract or first_token",
+                                            "--specdec-verifier", "buggy:exits")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        result.assert_outcomes(failed=2, deselected=15)
+        result.stdout.fnmatch_lines(["*buggy:exits: the 'contract' property did not finish: the sampler exited with "
+                                     "status 0*"])
 
     def test_bonus_from_row0_fails(self, impls):
         # Only the step-law property is asserted: identical_accepts_all sees this bug only on rows where

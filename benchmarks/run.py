@@ -274,7 +274,27 @@ def section_oracles(rep, args):
               f"{'' if r['reset'] else ' (the high-water mark could not be reset: it includes the imports)'}, "
               f"{fmt_s(r['elapsed'])} "
               f"(one call's inputs: {fmt_bytes(16 * 5 * vocab * 8)} of float64 rows)."]
+
+    # Peak memory of the whole default-mode check of the reference verifier (the default battery,
+    # V = 32,000 included), as `specdec-check verify` runs it: the issue-14 budget is 600 MB.
+    r = peak_rss_in_child(_DEFAULT_MODE_CHECK)
+    lines += ["", f"Default-mode check of the reference verifier (the default battery, {r['scenarios']} scenarios, "
+              f"numpy_verify), in a fresh process: {fmt_int(r['samples'])} law-test rows, verdict "
+              f"{'pass' if r['passed'] else 'FAIL'}, **peak resident memory {fmt_bytes(r['peak_bytes'])}** (the whole "
+              f"process, the {fmt_bytes(r['before_bytes'])} of the interpreter and imports included; budget 600 MB), "
+              f"{fmt_s(r['elapsed'])}."]
     rep.section(lines)
+
+
+#: The default-mode check run by :func:`peak_rss_in_child`: the peak is read for the whole process.
+_DEFAULT_MODE_CHECK = """
+from specdec_check.checker import check_verifier
+from specdec_check.samplers import numpy_verify
+# No mark(): the high-water mark is not reset, it covers the whole process (imports included).
+_state.update(before=_status("VmRSS"), reset=False, start=time.perf_counter())
+report = check_verifier(numpy_verify, mode="default", seed=0)
+done(scenarios=len(report.scenarios), samples=report.samples_used, passed=report.passed)
+"""
 
 
 #: The large-vocabulary check run by :func:`peak_rss_in_child` (``{vocab}`` filled in).

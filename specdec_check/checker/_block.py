@@ -24,6 +24,9 @@ from ._xp import flatnonzero
 
 __all__ = ["StepOutcome", "VerifierBlock", "pit_from_bounds", "reuse_count"]
 
+#: Probability cells of the rows block verification's weights are computed over at once: its
+#: temporaries are [rows, gamma, V] arrays, so 2^20 cells bound them at 8 MiB each.
+OPTIMAL_CHUNK_CELLS = 1 << 20
 #: Largest vocabulary whose expected outcome counts a block computes (for the report's plots of small laws).
 PLOT_VOCAB = 64
 #: Largest number of calls one block of inputs serves.
@@ -209,9 +212,14 @@ class VerifierBlock:
         among valid verifiers in expectation over drafts (Sun et al., ICLR 2025, Algorithm 2 and
         Theorem 2). Computed once per block, on the host."""
         if "_optimal" not in self.__dict__:
-            draw = self.draw
-            laws = block_weights(draw.draft_token_ids, draw.draft_probs, draw.target_probs).accepted_count_law
-            self._optimal = float(laws.sum(axis=0) @ np.arange(self.gamma + 1))
+            draw, total = self.draw, 0.0
+            rows = max(1, OPTIMAL_CHUNK_CELLS // max(1, (2 * self.gamma + 1) * self.vocab))
+            for start in range(0, draw.draft_token_ids.shape[0], rows):  # bounded temporaries at any V
+                part = slice(start, start + rows)
+                laws = block_weights(draw.draft_token_ids[part], draw.draft_probs[part],
+                                     draw.target_probs[part]).accepted_count_law
+                total += float(laws.sum(axis=0) @ np.arange(self.gamma + 1))
+            self._optimal = total
         return self._optimal
 
     def collision_probs(self, *, bonus_missing: bool = False) -> np.ndarray:

@@ -9,6 +9,7 @@ Checks receive parsed steps and never call the sampler themselves except through
 from __future__ import annotations
 
 import traceback
+import weakref
 
 import numpy as np
 
@@ -64,6 +65,11 @@ class CallPool:
         return whole, [whole.head(slice(i * self.width, (i + 1) * self.width)) for i in range(take)]
 
 
+def _dead():
+    """A weak reference to nothing (the initial state of :attr:`VerifierCaller._reference`)."""
+    return None
+
+
 #: Traceback lines kept in a finding: the sampler's own frames and the exception, without the
 #: checker's frames above them (a report stays readable and the failing line is shown).
 TRACEBACK_LINES = 6
@@ -90,7 +96,9 @@ class VerifierCaller:
         self.degenerate = self.scenario.gamma == 0 or self.scenario.vocab_size == 1
         self._device_tables = {}  # id(law table) -> its device copy, made once per run
         self._device_block = (None, None)  # (host block, its device copy): the current block only
-        self._reference = (None, None)  # (draw, {input: fingerprint}) of the draw the inputs share memory with
+        #: (weak reference to the draw the inputs share memory with, {input: fingerprint}): weak, so a draw
+        #: the checker is done with (the NaN probe's, a finished block's) is freed at once, not kept here.
+        self._reference = (_dead, None)
 
     @property
     def law_rows(self):
@@ -117,19 +125,29 @@ class VerifierCaller:
         if not self.backend.shares_inputs:
             return {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
         reference_draw, prints = self._reference
-        if reference_draw is not draw:
+        if reference_draw() is not draw:
             prints = {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
-            self._reference = (draw, prints)
+            self._reference = (weakref.ref(draw), prints)
         return prints
 
     def _mutated(self, kwargs, before: dict) -> list:
         return [k for k, v in kwargs.items() if self.backend.fingerprint(v) != before[k]]
 
+    def release(self, block) -> None:
+        """Forget ``block`` (its device copy and the fingerprints of its inputs) so its arrays are freed
+        before the next block is drawn: at most one block of inputs is alive at a time. Returns None."""
+        if block is not None:
+            if self._device_block[0] is block:
+                self._device_block = (None, None)
+            if self._reference[0]() is block.draw:
+                self._reference = (_dead, None)
+        return None
+
     def unchanged(self, draw) -> bool:
         """Whether the inputs of ``draw`` still hold what they held before its calls (for draws whose calls
         skipped the per-call check, ``check_after=False``); a change is a contract failure."""
         reference_draw, before = self._reference
-        if not self.run.selected("contract") or reference_draw is not draw:
+        if not self.run.selected("contract") or reference_draw() is not draw:
             return True
         kwargs = {"draft_token_ids": draw.draft_token_ids, "draft_probs": draw.draft_probs,
                   "target_probs": draw.target_probs}

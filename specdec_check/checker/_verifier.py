@@ -114,16 +114,19 @@ def _run_scenario(run, verify) -> None:
     calls = int(max(1, min(mode.max_law_calls, needed, mode.max_law_cells // cells_per_call(run.scenario))))
     for check in checks:
         check.start()
-    block, inputs = None, caller.pool_of(windows=-(-calls // reuse))
+    block, step, inputs = None, None, caller.pool_of(windows=-(-calls // reuse))
     done = 0
     while done < calls:
         if reuse > 1:
             if block is None or block.uses >= reuse:
                 if block is not None and not caller.unchanged(block.draw):
                     break
+                # The old block's arrays go before the next are drawn: one block of inputs alive at a time.
+                block = step = windows = caller.release(block)
                 block = VerifierBlock(inputs.next(), conditional=laws.conditional, tables=caller.tables)
             windows = [block.draw]
         else:
+            block = step = windows = caller.release(block)
             whole, windows = inputs.next_group(calls - done)
             block = VerifierBlock(whole, conditional=laws.conditional, tables=caller.tables)
         results = []

@@ -50,3 +50,12 @@ def test_a_plain_pytest_run_loads_no_numpy_hypothesis_or_internals(tmp_path):
     line = next(line for line in proc.stdout.splitlines() if line.startswith("LOADED"))
     assert line == ("LOADED ['specdec_check', 'specdec_check._settings', 'specdec_check.pytest_plugin', "
                     "'specdec_check.suite', 'specdec_check.suite._session'] False False"), line
+
+
+def test_progress_bars_and_plots_come_with_the_package():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {dep.split(">")[0].split("=")[0].strip() for dep in project["dependencies"]}
+    assert {"matplotlib", "tqdm"} <= names  # `pip install -e .` gives progress bars and plots
+    assert {"plots", "progress"} <= set(project["optional-dependencies"])  # the old extras still resolve

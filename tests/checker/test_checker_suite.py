@@ -298,7 +298,12 @@ def test_wrong_scenario_type_is_type_error():
 
 def test_check_name_lists_are_exposed():
     assert set(VERIFIER_CHECKS) == {"screen", "contract", "non_finite", "impossible", "step_law", "first_token", "stop_conditional",
-                                    "accepted_count", "efficiency", "determinism", "independence", "batch_invariance"}
+                                    "accepted_count", "efficiency", "determinism", "independence", "batch_invariance",
+                                    "completed"}
+    # The completed-law check is rule="any"'s; the standard rule's checks are the rest.
+    from specdec_check.checker._verifier import DEFAULT_CHECKS
+    assert set(DEFAULT_CHECKS["standard"]) == set(VERIFIER_CHECKS) - {"completed"}
+    assert "completed" in DEFAULT_CHECKS["any"] and "step_law" not in DEFAULT_CHECKS["any"]
     assert set(GENERATOR_CHECKS) == {"contract", "joint", "marginals", "pairs", "target_calls"}
 
 

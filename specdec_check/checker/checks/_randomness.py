@@ -119,19 +119,21 @@ class Independence(Check):
         width = min(s.rows_per_call, RANDOMNESS_ROWS)
         half = width // 2
         windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
-        inputs = caller.pool_of(RANDOMNESS_ROWS, windows=windows)
+        # Within a call, only ``half`` distinct rows are drawn and each is repeated: a pair per row.
+        inputs = caller.pool_of(half if within_call else RANDOMNESS_ROWS, windows=windows)
+        draw = first = second = out = None
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
                 break
+            draw = first = second = out = None  # the last window's arrays go before the next are drawn
             draw = inputs.next()
             if within_call:
-                draw = draw.head(np.repeat(np.arange(half), 2))
-                out = caller.call(draw, run.next_seed(), "independence")
+                out = caller.call(draw.head(np.repeat(np.arange(half), 2)), run.next_seed(), "independence")
                 n_calls += 1
                 if out is None:
                     return
                 same = np.all(out[0::2] == out[1::2], axis=1)
-                probs.append(self.collision_probs(draw)[0::2])
+                probs.append(self.collision_probs(draw))
             else:
                 first = caller.call(draw, run.next_seed(), "independence")
                 second = caller.call(draw, run.next_seed(), "independence") if first is not None else None

@@ -198,7 +198,9 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
             evidence = {"event": event, "rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
                         "position": int(position[b]), "token": int(token[b])}
             evidence.update({k: float(v[b]) for k, v in extra.items()})
-            events.append((message.format(count=idx.size, row=b), evidence))
+            named = f" (token {int(token[b])} at position {int(position[b])}"
+            named += "".join(f", {k.replace('_prob', '')} probability {float(v[b]):.4g}" for k, v in extra.items()) + ")"
+            events.append((message.format(count=idx.size, row=b) + named, evidence))
 
     y = np.maximum(step.final, 0)
     if gathered is None:

@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import stats
 from ._report import TestRecord
-from ._xp import as_int64, bincount
+from ._xp import as_int64, bincount, is_host
 
-__all__ = ["CountTally", "PitTally"]
+__all__ = ["CountTally", "PitTally", "describe_cell", "evidence"]
 
 #: The e-process is updated once the pending counts reach 1/LOOK_GROWTH of what it has seen (and at
 #: least MIN_LOOK samples): looking less often keeps any stopping time valid at a cost logarithmic in
@@ -26,15 +26,53 @@ RECORD_CELLS = 256
 PLOT_CATEGORIES = 64
 #: Support violations listed in a record (the count of all is in the test's result).
 RECORD_VIOLATIONS = 10
+#: Where a PIT tally's laws are too wide to count per token, it keeps (bin, outcome) pairs of its first
+#: samples, at most BIN_SAMPLE_PER_CALL from each call up to BIN_SAMPLE in all, so that a failing bin can
+#: be shown by the tokens that landed in it (a sample: at 4096 pairs a token with 5% of a bin is seen
+#: about 13 times when the bin holds 1/16 of the samples), at a cost of a slice per call.
+BIN_SAMPLE = 4096
+BIN_SAMPLE_PER_CALL = 64
+#: Tokens listed for a failing PIT bin.
+BIN_TOKENS = 3
+
+
+def describe_cell(describe, index: int) -> str:
+    """``describe(index)``, or ``"cell <index>"`` without a describer: the name of a law's cell in a report."""
+    return describe(int(index)) if describe is not None else f"cell {int(index)}"
+
+
+def evidence(record) -> str:
+    """The failing record's most deviant cell in tokens, for a finding's message: per-token cells where
+    they were counted (``worst_tokens``), else the worst cell (a joint law's token string, or a PIT bin
+    with the tokens most often seen in it). Empty when the record has no cells."""
+    details = record.details
+    cells = details.get("worst_tokens") or details.get("worst_cells") or []
+    if not cells:
+        return ""
+    cell = cells[0]
+    text = f"; most deviant: {cell.get('cell', cell['index'])}, seen {cell['observed']:,} time(s) vs {cell['expected']:.4g} expected"
+    if cell.get("tokens_seen"):
+        seen = ", ".join(f"{t['cell']} ({t['count']})" for t in cell["tokens_seen"])
+        text += f" (in a sample of {cell['tokens_sampled']:,} of its outcomes: {seen})"
+    return text
+
+
+def _host(values) -> np.ndarray:
+    return np.asarray(values) if is_host(values) else values.cpu().numpy()
 
 
 class CountTally:
-    """Counts of categorical outcomes against one fixed exact law ``probs`` [k]."""
+    """Counts of categorical outcomes against one fixed exact law ``probs`` [k].
+
+    ``describe(index) -> str`` names a cell in the tokens it stands for (``"tokens (3, 1)"``,
+    ``"2 drafts accepted, then token 5"``); a record's worst cells carry that name as ``"cell"``.
+    """
 
     method = "identity"
 
-    def __init__(self, scenario: str, check: str, probs: np.ndarray, *, alpha: float, sequential: bool = True):
-        self.scenario, self.check = scenario, check
+    def __init__(self, scenario: str, check: str, probs: np.ndarray, *, alpha: float, sequential: bool = True,
+                 describe=None):
+        self.scenario, self.check, self.describe = scenario, check, describe
         self.probs = np.asarray(probs, dtype=np.float64)
         self.alpha = alpha
         self.counts = np.zeros(self.probs.size, dtype=np.int64)
@@ -48,6 +86,10 @@ class CountTally:
     @property
     def rejected_early(self) -> bool:
         return self.sequential is not None and self.sequential.rejected
+
+    def cell_name(self, index: int) -> str:
+        """The name of cell ``index`` in a report (the tokens it stands for, when the tally knows them)."""
+        return describe_cell(self.describe, index)
 
     def add_counts(self, counts: np.ndarray) -> None:
         """Add a batch; the e-process is updated once the pending batch is 1/8 of what it has seen.
@@ -82,7 +124,7 @@ class CountTally:
             details["sequential_rejected"] = bool(self.sequential.rejected)
             details["sequential_alpha"] = self.alpha / 2
             passed = passed and not self.sequential.rejected
-        details["worst_cells"] = list(result.worst_cells)
+        details["worst_cells"] = [dict(cell, cell=self.cell_name(cell["index"])) for cell in result.worst_cells]
         details["support_violations"] = list(result.support_violations)[:RECORD_VIOLATIONS]
         if self.probs.size <= RECORD_CELLS:
             details["observed"] = self.counts.tolist()
@@ -100,15 +142,25 @@ class PitTally(CountTally):
 
     Under the null each sample's PIT value is exactly Uniform(0, 1) (Brockwell 2007), so
     the bin counts are multinomial with equal cell probabilities whatever the vocabulary.
+    ``describe(outcome) -> str`` names an outcome (a token, or an accepted count and a token) in
+    the record's evidence: per-token worst cells where the laws are small enough to count per
+    token, else the tokens most often seen in the worst PIT bins.
     """
 
     method = "randomized PIT"
 
-    def __init__(self, scenario: str, check: str, *, bins: int, alpha: float, sequential: bool = True):
+    def __init__(self, scenario: str, check: str, *, bins: int, alpha: float, sequential: bool = True,
+                 describe=None):
         super().__init__(scenario, check, np.full(bins, 1.0 / bins), alpha=alpha, sequential=sequential)
-        self.bins = bins
+        self.bins, self.outcome_describe = bins, describe
         self.category_counts = None  # optional: observed outcome counts for plotting (small laws)
         self.category_expected = None
+        self.bin_sample = []  # [(bins, outcomes)] of the first samples, for laws too wide to count per token
+        self.bin_sampled = 0
+
+    def cell_name(self, index: int) -> str:
+        lo, hi = index / self.bins, (index + 1) / self.bins
+        return f"PIT bin {index} of {self.bins} (CDF range [{lo:.3g}, {hi:.3g}) of each sample's law)"
 
     def add(self, samples: np.ndarray, probs_rows: np.ndarray, rng: np.random.Generator) -> None:
         """Add samples, each with its own exact law row of ``probs_rows`` [n, V]."""
@@ -116,14 +168,19 @@ class PitTally(CountTally):
             return
         u = stats.randomized_pit(samples, probs_rows, rng=rng)
         small = probs_rows.shape[-1] <= PLOT_CATEGORIES
-        self.add_uniforms(u, categories=samples if small else None, expected=probs_rows.sum(axis=0) if small else None)
+        self.add_uniforms(u, categories=samples, expected=probs_rows.sum(axis=0) if small else None)
 
     def add_uniforms(self, u, *, categories=None, expected=None) -> None:
         """Add PIT values ``u``; ``categories`` and ``expected`` (a law's counts) feed the plots of small laws.
 
         ``u`` and ``categories`` may be device tensors: they are binned and counted there.
         """
-        self.add_counts(bincount(as_int64(u * self.bins).clip(max=self.bins - 1), self.bins))
+        binned = as_int64(u * self.bins).clip(max=self.bins - 1)
+        self.add_counts(bincount(binned, self.bins))
+        if categories is not None and expected is None and self.bin_sampled < BIN_SAMPLE:
+            take = min(BIN_SAMPLE_PER_CALL, BIN_SAMPLE - self.bin_sampled, int(binned.shape[0]))
+            self.bin_sample.append((_host(binned[:take]), _host(categories[:take])))
+            self.bin_sampled += take
         if categories is not None and expected is not None:
             if self.category_counts is None:
                 self.category_counts = np.zeros(expected.size)
@@ -139,5 +196,20 @@ class PitTally(CountTally):
             rec.details["observed"] = self.category_counts.astype(int).tolist()
             rec.details["expected"] = (self.category_expected / total).tolist() if total else []
             rec.details["law"] = "pooled over rows (mixture of the per-row exact laws)"
+            if total and rec.n:
+                law = self.category_expected / total
+                rec.details["worst_tokens"] = [
+                    dict(cell, cell=describe_cell(self.outcome_describe, cell["index"]))
+                    for cell in stats.worst_cells(self.category_counts.astype(np.int64), law)]
+        elif self.bin_sample and rec.details["worst_cells"]:
+            bins = np.concatenate([b for b, _ in self.bin_sample])
+            outcomes = np.concatenate([o for _, o in self.bin_sample])
+            for cell in rec.details["worst_cells"]:
+                seen = outcomes[bins == cell["index"]]
+                values, counts = np.unique(seen, return_counts=True)
+                top = np.argsort(-counts, kind="stable")[:BIN_TOKENS]
+                cell["tokens_seen"] = [{"cell": describe_cell(self.outcome_describe, values[j]),
+                                        "count": int(counts[j])} for j in top]
+                cell["tokens_sampled"] = int(seen.size)
         return rec
 

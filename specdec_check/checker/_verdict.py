@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._report import ScenarioSummary
+from ._tally import evidence
 
 __all__ = ["OUTPUT_LAW_CHECKS", "classify", "verifier_summary"]
 
@@ -28,9 +29,9 @@ def classify(run, counts) -> None:
     for r in output_law_bad:
         run.fail(r.check, f"the output law differs from the exact law ({r.method}): p = {r.pvalue:.3g}"
                  + (f", e-value {r.evalue:.3g}" if r.evalue is not None else "")
-                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples",
+                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples" + evidence(r),
                  {"pvalue": r.pvalue, "evalue": r.evalue, "n": r.n, "worst_cells": r.details.get("worst_cells", []),
-                  "tv_plugin": r.tv_plugin})
+                  "worst_tokens": r.details.get("worst_tokens", []), "tv_plugin": r.tv_plugin})
     if acceptance_bad:
         if not output_law_bad and measured < optimal:
             run.fail("efficiency", f"{_no_loss(run)}, but inefficient: accepts {measured:.4f} drafts per step where "

@@ -165,6 +165,9 @@ def _diagnose(run, verify) -> bool:
     if (run.options.rule != "standard" or isinstance(run.scenario, VerifierScreen) or "completed" in run.planned
             or set(DEFAULT_CHECKS["standard"]) - set(run.options.checks)):
         return False  # a full standard-rule run only (a one-check run, as the suite makes, stays one check)
+    first = next((f for f in run.findings if f.kind == "failure"), None)
+    if first is None or first.check == "contract":
+        return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
     options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"),
                                   monitor=run.options.monitor)
     plan = CompletedLaw.plan(run.scenario, options)
@@ -188,10 +191,16 @@ def _diagnose(run, verify) -> bool:
         evidence = {"verdict": "lossy", "tv_lower": lower, "tv_upper": upper, "pvalue": worst.pvalue}
     else:
         resolution = min((r.min_detectable_tv for r in records if r.min_detectable_tv is not None), default=None)
-        text = ("the rule-agnostic test detected no loss" + (f" at TV resolution {resolution:.3g}" if resolution else "")
-                + ": if this verifier implements another lossless rule (block verification, sampled match, ...), "
-                "check it with rule='any' (--rule any)")
-        evidence = {"verdict": "no loss detected", "resolution": resolution}
+        if resolution is None or resolution > run.mode.design_tv:
+            text = (f"the rule-agnostic test detected no loss, but its resolution (TV {resolution or 1.0:.3g}) is "
+                    f"short of the mode's design TV {run.mode.design_tv:.3g}: it cannot tell whether another "
+                    "lossless rule is implemented")
+            evidence = {"verdict": "inconclusive", "resolution": resolution}
+        else:
+            text = (f"the rule-agnostic test detected no loss at TV resolution {resolution:.3g}: if this verifier "
+                    "implements another lossless rule (block verification, sampled match, ...), check it with "
+                    "rule='any' (--rule any)")
+            evidence = {"verdict": "no loss detected", "resolution": resolution}
     first = next(i for i, f in enumerate(run.findings) if f.kind == "failure")
     finding = run.findings[first]
     run.findings[first] = dataclasses.replace(finding, message=f"{finding.message} [{text}]",

@@ -214,8 +214,10 @@ class VerifierScenario:
         cast = law_rows is not None
         law_rows = law_rows if cast else (lambda rows: rows)
         if self.fixed_target_probs is not None:  # the same fixed rows in every call, drafts drawn afresh
-            draft_probs = law_rows(self.fixed_draft_probs[:batch])
-            target_probs = law_rows(self.fixed_target_probs[:batch])
+            # Copies: the sampler's inputs never alias the scenario's own rows, so a sampler that writes
+            # into them (around the read-only flag) cannot change what later calls and runs are given.
+            draft_probs = np.array(law_rows(self.fixed_draft_probs[:batch]))
+            target_probs = np.array(law_rows(self.fixed_target_probs[:batch]))
             if calls > 1:
                 draft_probs, target_probs = np.tile(draft_probs, (calls, 1, 1)), np.tile(target_probs, (calls, 1, 1))
             ids = np.empty((batch * calls, gamma), dtype=np.int64)

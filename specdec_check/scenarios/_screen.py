@@ -129,8 +129,9 @@ class VerifierScreen(VerifierScenario):
         if calls != 1:
             raise ValueError(f"the screen draws one call at a time; got calls={calls}.")
         cast = law_rows if law_rows is not None else (lambda r: r)
-        target = cast(self.fixed_target_probs[probe: probe + 1])
-        draft = cast(self.fixed_draft_probs[probe: probe + 1])
+        # Copies: a sampler that writes into its inputs cannot change the screen's rows for later calls.
+        target = np.array(cast(self.fixed_target_probs[probe: probe + 1]))
+        draft = np.array(cast(self.fixed_draft_probs[probe: probe + 1]))
         ids = np.empty((1, self.gamma), dtype=np.int64)
         for j in range(self.gamma):
             ids[:, j] = categorical(draft[:, j], rng)

@@ -5,7 +5,7 @@ calibration at extreme alpha, Poisson-binomial exact tests, randomized PIT for
 per-row conditional laws, TV diagnostics and bounds, power planning, an
 anytime-valid sequential e-process and a run-level alpha ledger.
 """
-from ._identity import IdentityTestResult, identity_pvalues, identity_test, support_violations
+from ._identity import IdentityTestResult, identity_pvalues, identity_test, support_violations, worst_cells
 from ._ledger import AlphaBudgetExceeded, AlphaLedger
 from ._pit import UniformityTestResult, pit_support_violations, pit_test, randomized_pit
 from ._poisson_binomial import PoissonBinomialResult, poisson_binomial_pmf, poisson_binomial_test
@@ -38,4 +38,5 @@ __all__ = sorted([
     "tv_distance",
     "tv_plugin_radius",
     "tv_upper_bound",
+    "worst_cells",
 ])

@@ -15,7 +15,7 @@ from ._results import TestResultMixin
 from ._tv import _expected_null_tv, _tv, _tv_radius
 from ._validation import _alpha_iv, _counts_iv, _probs_iv
 
-__all__ = ["IdentityTestResult", "identity_pvalues", "identity_test", "support_violations", "vv_weights"]
+__all__ = ["IdentityTestResult", "identity_pvalues", "identity_test", "support_violations", "vv_weights", "worst_cells"]
 
 N_PARTS = 2  # Bonferroni split of alpha: global (weighted unbiased chi-square), max-cell
 _CHUNK = 1 << 21  # cells per chunk of rows in identity_pvalues (keeps int64 temporaries ~16 MiB)
@@ -94,6 +94,22 @@ def _order(probs):
         if len(_ORDER_CACHE) > 32:
             _ORDER_CACHE.popitem(last=False)
     return hit
+
+
+def worst_cells(counts, probs, *, m: int = 5) -> tuple:
+    """The ``m`` cells whose counts stray furthest from ``n * probs``: Pearson residuals
+    ``(counts - n p) / sqrt(n p)`` (the terms of Pearson's 1900 chi-square statistic), largest
+    magnitude first, as ``{"index", "observed", "expected", "residual"}`` dicts. ``counts`` are
+    non-negative integers [k] and ``probs`` a law [k] (it need not be normalised; it is)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    probs = np.asarray(probs, dtype=np.float64)
+    if counts.ndim != 1 or probs.shape != counts.shape:
+        raise ValueError(f"counts and probs must be 1-d arrays of one length, got shapes {counts.shape} and "
+                         f"{probs.shape}")
+    if (counts < 0).any() or not np.isfinite(probs).all() or (probs < 0).any() or probs.sum() <= 0:
+        raise ValueError("counts must be non-negative and probs finite, non-negative and not all zero")
+    n = int(counts.sum())
+    return _worst_cells(counts, probs / probs.sum(), n, m) if n > 0 else ()
 
 
 def _worst_cells(counts, probs, n, m=5):

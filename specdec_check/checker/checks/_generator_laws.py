@@ -7,7 +7,7 @@ import numpy as np
 from ...exact import joint, marginals, pair_marginals
 from .._kinds import PlannedTest
 from .._session import planned_samples
-from .._tally import CountTally
+from .._tally import CountTally, evidence
 from ._base import Check
 
 __all__ = ["GeneratorLaws", "PAIR_SUPPORT_CAP"]
@@ -72,18 +72,29 @@ class GeneratorLaws(Check):
                     code = code * vocab + out[:, t]
                 return index * vocab**length + code
 
-            self.tallies["joint"] = (CountTally(s.name, "joint", law, alpha=run.spend("joint")), joint_codes)
+            def joint_name(code):
+                prompt, string = divmod(code, vocab**length)
+                tokens = [(string // vocab**(length - 1 - t)) % vocab for t in range(length)]
+                return f"prompt {prompt} {clean[prompt].tolist()}, generated tokens {tokens}"
+
+            self.tallies["joint"] = (CountTally(s.name, "joint", law, alpha=run.spend("joint"), describe=joint_name),
+                                     joint_codes)
         if any(test.check == "marginals" for test in run.plan):
             margs = np.stack([marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T, V]
             for t in range(length):
                 self.tallies[f"marginals[{t}]"] = (
-                    CountTally(s.name, "marginals", margs[:, t].reshape(-1), alpha=run.spend(f"marginals[{t}]")),
+                    CountTally(s.name, "marginals", margs[:, t].reshape(-1), alpha=run.spend(f"marginals[{t}]"),
+                               describe=lambda code, t=t: (f"prompt {code // vocab} {clean[code // vocab].tolist()}, "
+                                                           f"token {code % vocab} at position {t}")),
                     lambda index, out, t=t: index * vocab + out[:, t])
         if any(test.check == "pairs" for test in run.plan):
             pairs = np.stack([pair_marginals(law_target, length, p) for p in clean]) / n_prompts  # [P, T-1, V, V]
             for t in range(length - 1):
                 self.tallies[f"pairs[{t}]"] = (
-                    CountTally(s.name, "pairs", pairs[:, t].reshape(-1), alpha=run.spend(f"pairs[{t}]")),
+                    CountTally(s.name, "pairs", pairs[:, t].reshape(-1), alpha=run.spend(f"pairs[{t}]"),
+                               describe=lambda code, t=t: (f"prompt {code // vocab**2} {clean[code // vocab**2].tolist()}, "
+                                                           f"tokens ({code // vocab % vocab}, {code % vocab}) at "
+                                                           f"positions {t} and {t + 1}")),
                     lambda index, out, t=t: (index * vocab + out[:, t]) * vocab + out[:, t + 1])
 
     def add(self, index, out) -> None:
@@ -102,5 +113,5 @@ class GeneratorLaws(Check):
             if not rec.passed:
                 run.fail(rec.check, f"the generated {name} law differs from the target's exact law: p = {rec.pvalue:.3g}"
                          + (f", e-value {rec.evalue:.3g}" if rec.evalue is not None else "")
-                         + f", plug-in TV {rec.tv_plugin:.3g} over {rec.n:,} sequences",
+                         + f", plug-in TV {rec.tv_plugin:.3g} over {rec.n:,} sequences" + evidence(rec),
                          {"pvalue": rec.pvalue, "n": rec.n, "worst_cells": rec.details.get("worst_cells", [])})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...exact import encode_emitted, num_step_outcomes, step_law
+from ...exact import decode_emitted, encode_emitted, num_step_outcomes, step_law
 from .._kinds import PlannedTest
 from .._session import planned_samples
 from .._tally import CountTally, PitTally
@@ -25,6 +25,30 @@ PATH_LAW_MAX_VOCAB = 1000
 _PIT_TESTS = ("first_token", "stop_conditional", "accepted_count", "step_law")
 #: The test of the step law integrated over drafts (owned by the ``step_law`` check).
 _INTEGRATED = "step_law_integrated"
+
+
+def outcome_namer(name: str, vocab_size: int):
+    """How the outcomes of per-row test ``name`` read in a report: tokens, accepted counts, or both
+    (the ``step_law`` code is ``accepted * V + final``)."""
+    if name == "accepted_count":
+        return lambda k: f"{k} draft(s) accepted"
+    if name == "step_law":
+        return lambda code: f"{code // vocab_size} draft(s) accepted, then token {code % vocab_size}"
+    if name == "stop_conditional":
+        return lambda y: f"final token {y}"
+    return lambda y: f"token {y}"
+
+
+def emitted_namer(prompts, vocab_size: int, gamma: int, outcomes: int):
+    """How a cell of the integrated step law (``context * outcomes + emitted string``) reads: the
+    context's prompt and the emitted tokens."""
+    def name(code):
+        context, emitted = divmod(code, outcomes)
+        tokens = decode_emitted(np.array([emitted]), vocab_size, gamma)[0]
+        prompt = prompts[context]
+        return (f"context {context} (prompt {prompt[prompt >= 0].tolist()}) emitted tokens "
+                f"{tokens[tokens >= 0].tolist()}")
+    return name
 
 
 class LawChecks(Check):
@@ -80,13 +104,15 @@ class LawChecks(Check):
         run, s = self.run, self.run.scenario
         for name in _PIT_TESTS:
             if name in run.planned:
-                self.tallies[name] = PitTally(s.name, name, bins=run.mode.pit_bins, alpha=run.spend(name))
+                self.tallies[name] = PitTally(s.name, name, bins=run.mode.pit_bins, alpha=run.spend(name),
+                                              describe=outcome_namer(name, s.vocab_size))
         if _INTEGRATED in run.planned:
             pool = self.caller.pool
             law = np.concatenate([step_law(s.target, s.draft, s.gamma, p[p >= 0]) for p in pool]) / len(pool)
-            self.integrated = CountTally(s.name, "step_law", law, alpha=run.spend(_INTEGRATED))
-            self.integrated.method = "integrated step law (context, emitted string)"
             self.outcomes = num_step_outcomes(s.vocab_size, s.gamma)
+            self.integrated = CountTally(s.name, "step_law", law, alpha=run.spend(_INTEGRATED),
+                                         describe=emitted_namer(pool, s.vocab_size, s.gamma, self.outcomes))
+            self.integrated.method = "integrated step law (context, emitted string)"
         self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
 
     @property

@@ -14,12 +14,14 @@ from ._backend import Backend, NumpyBackend
 from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
 from ._options import CheckOptions, check_options
+from ._ragged import RAGGED_CHECKS, check_ragged_verifier
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
 from ._verifier import VERIFIER_CHECKS, check_verifier
 
 __all__ = [
     "GENERATOR_CHECKS",
     "MODES",
+    "RAGGED_CHECKS",
     "REPORT_VERSION",
     "VERIFIER_CHECKS",
     "Backend",
@@ -32,6 +34,7 @@ __all__ = [
     "TestRecord",
     "check_generator",
     "check_options",
+    "check_ragged_verifier",
     "check_verifier",
     "make_backend",
 ]

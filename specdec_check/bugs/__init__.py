@@ -18,6 +18,8 @@ from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry,
 from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
 from ._decode_loops import *  # noqa: F403
 from ._rules import *  # noqa: F403
+from . import _ragged
+from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
 from ._verifiers import *  # noqa: F403
 
@@ -32,4 +34,4 @@ __all__ = [
     "entry",
     "format_mutation_table",
     "mutation_score",
-] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _verifiers.__all__)
+] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _verifiers.__all__) + sorted(_ragged.__all__)

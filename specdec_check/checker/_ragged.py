@@ -67,11 +67,11 @@ def _run_scenario(run, verify) -> None:
     hand the step to every check."""
     started = time.perf_counter()
     caller, counts = RaggedCaller(run, verify), StepCounts()
+    caller.reuse = reuse = ragged_reuse(run.scenario.cells_per_call())
     checks = [check(run, caller, counts) for check in SCENARIO_CHECKS]
     laws = checks[0]
     for check in checks:
         check.start()
-    reuse = ragged_reuse(run.scenario.cells_per_call())
     block = None
     for _ in range(ragged_calls_planned(run)):
         if run.stopped:

@@ -93,11 +93,22 @@ class RaggedCaller:
         self.run, self.verify = run, verify
         self.scenario, self.backend = run.scenario, run.backend
         self.logit_cast, self.law_rows, self.param_cast = casts(self.backend)
+        self.reuse = 1  # calls one drawn call serves in the probes' draws (:meth:`reused_draw`); set by the kind
+        self._reused = (None, 0)
 
     def draw(self):
         """A fresh call's inputs, drawn from the scenario's stream as the sampler will see them."""
         return self.scenario.draw(self.run.rng, logit_cast=self.logit_cast, law_rows=self.law_rows,
                                   param_cast=self.param_cast)
+
+    def reused_draw(self):
+        """A drawn call for probes and randomness checks, shared by up to :attr:`reuse` of them (their
+        verdicts hold given the inputs, and drawing a large-vocabulary call costs more than calling it)."""
+        draw, uses = self._reused
+        if draw is None or uses >= self.reuse:
+            draw, uses = self.draw(), 0
+        self._reused = (draw, uses + 1)
+        return draw
 
     def inputs(self, draw) -> dict:
         return ragged_inputs(self.backend, draw)

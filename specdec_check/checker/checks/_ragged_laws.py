@@ -206,8 +206,11 @@ class RaggedLaws(Check):
         for message, evidence in events:
             request = int(group.requests[evidence["row"]])
             message = re.sub(r"; first: row \d+$", "", message).replace("row(s)", "request(s)")
-            run.fail("impossible", f"{s.describe_request(request)}: {message} (the processed target law, position "
-                     f"{evidence['position']}, token {evidence['token']})",
+            values = "".join(f", {name} = {evidence[key]:.4g}" for key, name in (("target_prob", "p(token)"),
+                                                                                 ("draft_prob", "q(token)"))
+                             if key in evidence)
+            run.fail("impossible", f"{s.describe_request(request)}: {message} (processed target law at row "
+                     f"{evidence['position']} of the request, token {evidence['token']}{values})",
                      {**evidence, "request": request, "tolerance": run.backend.tolerance,
                       "requests": [int(group.requests[r]) for r in evidence["rows"]]})
         if events:

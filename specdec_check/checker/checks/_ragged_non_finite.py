@@ -24,7 +24,7 @@ class RaggedNonFiniteProbe(Check):
         run, s = self.run, self.run.scenario
         if not run.selected("non_finite"):
             return
-        draw = self.caller.draw()
+        draw = self.caller.reused_draw()
         request = int((s.random_requests if len(s.random_requests) else s.greedy_requests)[0])
         logits = draw.target_logits.copy()
         logits[draw.layout.row_start[request]] = np.nan

@@ -35,7 +35,7 @@ class RaggedDeterminism(Check):
         run, caller, s = self.run, self.caller, self.run.scenario
         if run.stopped or not run.selected("determinism"):
             return
-        draw = caller.draw()
+        draw = caller.reused_draw()
         seed = run.next_seed()
         first = caller.call(draw, seed, "determinism")[0]
         second = caller.call(draw, seed, "determinism")[0] if first is not None else None
@@ -93,7 +93,7 @@ class RaggedIndependence(Check):
         missing = bool(self.counts.bonus_missing)
         randoms = s.random_requests
         while calls < max_calls and sum(p.size for p in probs) < pairs:
-            draw = caller.draw()
+            draw = caller.reused_draw()
             if within:
                 draw = duplicate_requests(draw, randoms)
                 out = caller.call(draw, run.next_seed(), "independence")[0]

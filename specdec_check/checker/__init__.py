@@ -15,6 +15,7 @@ from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
 from ._options import CheckOptions, check_options
 from ._ragged import RAGGED_CHECKS, check_ragged_verifier
+from ._ragged_probe import ConventionReport, probe_sampling_conventions
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
 from ._verifier import VERIFIER_CHECKS, check_verifier
 
@@ -27,6 +28,7 @@ __all__ = [
     "Backend",
     "CheckOptions",
     "CheckReport",
+    "ConventionReport",
     "Finding",
     "Mode",
     "NumpyBackend",
@@ -37,4 +39,5 @@ __all__ = [
     "check_ragged_verifier",
     "check_verifier",
     "make_backend",
+    "probe_sampling_conventions",
 ]

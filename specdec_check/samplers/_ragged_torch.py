@@ -178,3 +178,4 @@ def torch_ragged_verifier(processing: SamplingProcessing = VLLM_V1_PROCESSING):
 
 
 torch_ragged_verify = torch_ragged_verifier()
+torch_ragged_verify.__qualname__ = torch_ragged_verify.__name__ = "torch_ragged_verify"

@@ -1,6 +1,6 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
-Subcommands: ``verify``, ``generate``, ``mutants``, ``demo``, ``report``.
+Subcommands: ``verify``, ``generate``, ``ragged``, ``mutants``, ``demo``, ``report``.
 Exit status: 0 passed, 1 failed (including a sampler that raises), 2 usage error (bad
 option, unimportable callable, unreadable report, a --report folder that is a file, lies
 under a file, is not writable or holds another run's report without --force), each
@@ -29,6 +29,8 @@ PROG = "specdec-check"
 _KIND_OF = {names.command: kind for kind, names in KINDS.items()}
 
 REPORT_FORMATS = ("json", "md", "html")
+#: sampler kind -> what its MODULE:CALLABLE is, in help texts.
+_ROLE = {"verifier": "verifier", "generator": "decode loop", "ragged_verifier": "ragged verifier"}
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -185,7 +187,7 @@ def _add_check_options(sub, command: str):
     kind = _KIND_OF[command]
     numpy_default, torch_default = default_sampler(kind, "numpy"), default_sampler(kind, "torch")
     sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
-                     help=f"the {'verifier' if kind == 'verifier' else 'decode loop'} to check "
+                     help=f"the {_ROLE.get(kind, kind)} to check "
                           f"(default: {numpy_default}; with --backend torch: {torch_default})")
     sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
     sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
@@ -234,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
                               epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
     _add_check_options(generate, "generate")
 
+    ragged = sub.add_parser("ragged", help="check a ragged verifier (logits in, per-request sampling parameters)",
+                            description="Check a verifier in the production calling convention (vLLM v1 "
+                                        "RejectionSampler style: ragged requests, logits, temperature, top-k, top-p, "
+                                        "greedy rows); print a verdict table and write the report.",
+                            epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+    _add_check_options(ragged, "ragged")
+
     mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
                              description="Run the checker on every catalogued bug and exact control and print "
                                          "the mutation table.",
@@ -243,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
     mutants.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
+    mutants.add_argument("--ragged", action="store_true",
+                         help="the ragged catalogue (production calling convention) instead of the chain one")
 
     demo = sub.add_parser("demo", help="the corpus-bigram figures",
                           description="Speculative decoding on the corpus-bigram scenario: measured against exact "
@@ -278,7 +289,9 @@ def _scenarios(path, names, command):
     if path is None:
         from . import scenarios as bundled
 
-        found = tuple(bundled.default_verifier_battery() if command == "verify" else bundled.default_generator_battery())
+        batteries = {"verify": bundled.default_verifier_battery, "generate": bundled.default_generator_battery,
+                     "ragged": bundled.default_ragged_battery}
+        found = tuple(batteries[command]())
     else:
         obj = resolve_callable(path, what="scenario list")
         if callable(obj):
@@ -303,6 +316,8 @@ def _run_check(args) -> int:
     scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
     if args.command == "verify":
         from .checker import check_verifier as check
+    elif args.command == "ragged":
+        from .checker import check_ragged_verifier as check
     else:
         from .checker import check_generator as check
     progress = make_progress(not args.no_progress, desc=args.command)
@@ -365,7 +380,10 @@ def _emit(data, args):
 
 
 def _run_mutants(args) -> int:
-    from .bugs import format_mutation_table, mutation_score
+    from .bugs import format_mutation_table, mutation_score, ragged_mutation_score
+
+    if args.ragged:
+        mutation_score = ragged_mutation_score
 
     progress = make_progress(not args.no_progress, desc="mutants")
     try:
@@ -421,7 +439,7 @@ def _text(data):
     return render_text(data)
 
 
-_COMMANDS = {"verify": _run_check, "generate": _run_check, "mutants": _run_mutants, "demo": _run_demo,
+_COMMANDS = {"verify": _run_check, "generate": _run_check, "ragged": _run_check, "mutants": _run_mutants, "demo": _run_demo,
              "report": _run_report}
 
 

@@ -17,6 +17,7 @@ imported; the ``hypothesis`` entry point (:mod:`specdec_check._hypothesis_hook`)
 
 from ._configs import SpecConfig, spec_configs
 from ._inputs import INPUT_CASES, VerifierInputs, verifier_inputs
+from ._ragged import RaggedBatch, SampleParams, ragged_batches, sample_params
 from ._models import ModelPair, hashed_markov_models, markov_model_pairs, markov_models
 from ._vectors import (
     LARGE_PAIR_CASES,
@@ -35,6 +36,8 @@ __all__ = [
     "LARGE_PAIR_CASES",
     "ModelPair",
     "PAIR_CASES",
+    "RaggedBatch",
+    "SampleParams",
     "SpecConfig",
     "TILE_SIZES",
     "VerifierInputs",
@@ -44,6 +47,8 @@ __all__ = [
     "markov_model_pairs",
     "markov_models",
     "probability_vectors",
+    "ragged_batches",
+    "sample_params",
     "spec_configs",
     "verifier_inputs",
     "vocab_sizes",
@@ -58,6 +63,8 @@ def _hypothesis_setup_hook() -> None:
     st.register_type_strategy(SpecConfig, spec_configs())
     st.register_type_strategy(VerifierInputs, verifier_inputs())
     st.register_type_strategy(ModelPair, markov_model_pairs())
+    st.register_type_strategy(SampleParams, sample_params())
+    st.register_type_strategy(RaggedBatch, ragged_batches())
 
 
 _hypothesis_setup_hook()

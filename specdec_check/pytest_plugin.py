@@ -47,7 +47,7 @@ def pytest_addoption(parser):
     for kind in KINDS:
         option, env, ini, _ = _SETTINGS[kind]
         group.addoption(option, metavar="MODULE:CALLABLE", default=None,
-                        help=f"{'verifier' if kind == 'verifier' else 'decode loop'} to check (env {env}, ini {ini}; "
+                        help=f"{kind.replace('_', ' ') if kind != 'generator' else 'decode loop'} to check (env {env}, ini {ini}; "
                              f"default {default_sampler(kind)}).")
     group.addoption("--specdec-backend", metavar="NAME", default=None, choices=BACKENDS,
                     help=f"array backend the sampler uses: {' or '.join(BACKENDS)} (env SPECDEC_BACKEND; "
@@ -206,6 +206,12 @@ def specdec_verifier(specdec_session):
 def specdec_generator(specdec_session):
     """The decode loop under test. Override this fixture in your conftest.py to check an object you build."""
     return _sampler(specdec_session, "generator")
+
+
+@pytest.fixture(scope="session")
+def specdec_ragged_verifier(specdec_session):
+    """The ragged verifier under test (production calling convention). Override it in your conftest.py."""
+    return _sampler(specdec_session, "ragged_verifier")
 
 
 @pytest.fixture(scope="session")

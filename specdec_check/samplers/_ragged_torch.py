@@ -87,16 +87,20 @@ def _processed(x, temperature, top_k, top_p, min_p, order):
         if step == "temperature":
             x = x / temperature[:, None]
         elif step == "top_k":
-            on = (top_k > 0) & (top_k < vocab)
-            kth = x.sort(dim=1, descending=True).values.gather(1, (top_k - 1).clamp(0, vocab - 1)[:, None])
-            x = torch.where(on[:, None] & (x < kth), neg, x)
+            rows = ((top_k > 0) & (top_k < vocab)).nonzero()[:, 0]  # rows that filter: the others skip the sort
+            if rows.numel():
+                sub = x[rows]
+                kth = sub.sort(dim=1, descending=True).values.gather(1, (top_k[rows] - 1)[:, None])
+                x = x.index_put((rows,), torch.where(sub < kth, neg, sub))
         elif step == "top_p":
-            on = top_p < 1
-            probs = x.softmax(dim=1)
-            ascending = probs.sort(dim=1).values
-            dropped = (ascending.cumsum(dim=1) <= (1 - top_p)[:, None]).sum(dim=1).clamp(max=vocab - 1)
-            smallest_kept = ascending.gather(1, dropped[:, None])
-            x = torch.where(on[:, None] & (probs < smallest_kept), neg, x)
+            rows = (top_p < 1).nonzero()[:, 0]
+            if rows.numel():
+                sub = x[rows]
+                probs = sub.softmax(dim=1)
+                ascending = probs.sort(dim=1).values
+                dropped = (ascending.cumsum(dim=1) <= (1 - top_p[rows])[:, None]).sum(dim=1).clamp(max=vocab - 1)
+                smallest_kept = ascending.gather(1, dropped[:, None])
+                x = x.index_put((rows,), torch.where(probs < smallest_kept, neg, sub))
         elif step == "min_p" and min_p is not None:
             probs = x.softmax(dim=1)
             limit = min_p[:, None] * probs.max(dim=1, keepdim=True).values

@@ -84,15 +84,51 @@ def test_calls_leave_the_global_rng_and_the_logits_alone():
     assert torch.equal(kwargs["target_logits"], logits)
 
 
+def _vllm_rejection_sampler_source():
+    """vLLM's own rejection_sampler.py: $SPECDEC_VLLM_REJECTION_SAMPLER, or that of an installed vLLM (not imported)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = os.environ.get("SPECDEC_VLLM_REJECTION_SAMPLER")
+    if path:
+        return Path(path)
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    candidate = Path(list(spec.submodule_search_locations)[0]) / "v1" / "sample" / "rejection_sampler.py"
+    return candidate if candidate.exists() else None
+
+
 @pytest.mark.optional
 def test_real_vllm_kernels_under_the_triton_interpreter():
-    """The real vLLM v1 RejectionSampler (Triton kernels interpreted on the CPU). Runs only where vLLM and Triton
-    import; the CUDA run is benchmarks/gpu_check.sh."""
+    """vLLM's four real rejection-sampling Triton kernels (copied out of its rejection_sampler.py at run time,
+    interpreted on the CPU), driven by the fixture's host code through from_vllm_v1: the exact law passes, and
+    a greedy-sentinel mismatch in the plumbing fails. Needs triton and vLLM's source file (see the README of
+    notes/RAGGED.md); the CUDA run of the whole RejectionSampler is benchmarks/gpu_check.sh."""
     os.environ.setdefault("TRITON_INTERPRET", "1")
     pytest.importorskip("triton")
+    source = _vllm_rejection_sampler_source()
+    if source is None:
+        pytest.skip("no vLLM rejection_sampler.py: set SPECDEC_VLLM_REJECTION_SAMPLER or install vLLM")
+    from _real_vllm_kernels import RealKernelRejectionSampler, load_kernels
+
+    kernels = load_kernels(source)
+    scenarios = [s for s in SMALL if s.name in ("ragged-mixed-v7", "ragged-greedy-v256")]
+    report = check_ragged_verifier(from_vllm_v1(RealKernelRejectionSampler(kernels)), scenarios=scenarios,
+                                   backend="torch", mode="quick")
+    assert report.passed, report.summary()
+    wrong = from_vllm_v1(RealKernelRejectionSampler(kernels), greedy_temperature=-1.0)
+    report = check_ragged_verifier(wrong, scenarios=scenarios[:1], backend="torch", mode="quick")
+    assert not report.passed
+
+
+@pytest.mark.optional
+def test_real_vllm_rejection_sampler_when_vllm_imports():
+    """The whole real RejectionSampler (CUDA machines with vLLM; interpreted Triton on a CPU with TRITON_INTERPRET=1)."""
     sampler_module = pytest.importorskip("vllm.v1.sample.rejection_sampler")
     from vllm.v1.sample.sampler import Sampler
 
     verify = from_vllm_v1(sampler_module.RejectionSampler(Sampler()))
-    report = check_ragged_verifier(verify, scenarios=SMALL[:1], backend="torch", mode="quick")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    report = check_ragged_verifier(verify, scenarios=SMALL[:1], backend="torch", device=device, mode="quick")
     assert report.passed, report.summary()

@@ -5,7 +5,8 @@ equals the argmax of its target row, then the argmax at the first draft that dif
 bonus row's argmax when every draft matches). The drawn logits have a clear gap between the two
 largest logits of every row, so any argmax convention agrees; every call's greedy requests are
 compared with that one output, and a difference names the request, its drafts, the argmax of
-its rows, and the expected and emitted tokens.
+its rows, and the expected and emitted tokens. Like any event of probability zero, a difference ends
+the scenario after the call that showed it (every greedy request of that call is compared).
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ class GreedyExact(Check):
             if self.first is None:
                 g = int(np.flatnonzero(bad)[0])
                 self.first = self._evidence(block, int(block.greedy[g]), expected[g], emitted[g])
+                self.first["rows_seen"] = int(self.run.samples)  # request outputs looked at, this call's included
+            self.run.stopped = True
+            return False
         return True
 
     @staticmethod
@@ -72,7 +76,7 @@ class GreedyExact(Check):
             others = sorted(set(self.by_request) - {e["request"]})
             run.fail("greedy", f"{s.describe_request(e['request'])}: greedy decoding emits {e['expected']} but the "
                      f"verifier emitted {e['emitted']} (drafts {e['drafts']}, argmax of its target rows "
-                     f"{e['argmax_of_rows']}); {self.mismatches} of {self.checked} greedy requests checked differ"
+                     f"{e['argmax_of_rows']}); {self.mismatches} of the {self.checked} greedy requests checked differ"
                      + (f", also requests {others}" if others else ""),
                      {**e, "mismatches": self.mismatches, "checked": self.checked,
                       "by_request": dict(sorted(self.by_request.items()))})

@@ -205,7 +205,7 @@ class RaggedLaws(Check):
                                    gathered=(vb.target_at, vb.draft_at, outcome.target, outcome.draft))
         for message, evidence in events:
             request = int(group.requests[evidence["row"]])
-            message = re.sub(r"; first: row \d+$", "", message).replace("row(s)", "request(s)")
+            message = re.sub(r"^\d+ row\(s\) ", "", re.sub(r"; first: row \d+$", "", message))
             values = "".join(f", {name} = {evidence[key]:.4g}" for key, name in (("target_prob", "p(token)"),
                                                                                  ("draft_prob", "q(token)"))
                              if key in evidence)

@@ -124,7 +124,8 @@ class RaggedIndependence(Check):
             run.fail("independence", f"identical inputs gave identical outputs too often across {label}: {hits} of "
                      f"{probs.size} pairs vs {probs.sum():.3g} expected under independence (p = {res.pvalue:.3g}); most "
                      f"collisions: {s.describe_request(worst)} ({int(per_hits[worst])} vs {per_expected[worst]:.3g} "
-                     "expected); the randomness is shared or does not come from the generator",
+                     "expected); the randomness is shared or does not come from the generator, or the output law itself is wrong "
+                     "(see the law checks)",
                      {"collisions": hits, "pairs": int(probs.size), "expected": float(probs.sum()),
                       "pvalue": float(res.pvalue), "request": worst, "request_collisions": int(per_hits[worst]),
                       "request_expected": float(per_expected[worst])})

@@ -177,23 +177,23 @@ class TestUsageErrors:
 class TestSuite:
     def test_passes_on_the_references(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK)
-        result.assert_outcomes(passed=13)
+        result.assert_outcomes(passed=16)  # 13 chain + 3 ragged properties
         result.stdout.fnmatch_lines([
-            "specdec-check: false-alarm budget alpha=1e-06 over 45 statistical examples in 9 tests: "
-            "alpha=2.22e-08 per example*profile is 'specdec-quick', chosen by the user*",
-            "specdec-check: spent alpha 1e-06 of 1e-06 on 45 statistical examples*",
+            "specdec-check: false-alarm budget alpha=1e-06 over 50 statistical examples in 10 tests: "
+            "alpha=2e-08 per example*profile is 'specdec-quick', chosen by the user*",
+            "specdec-check: spent alpha 1e-06 of 1e-06 on 50 statistical examples*",
         ])
 
     def test_default_profile_and_budget_in_header(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-        result.stdout.fnmatch_lines(["*over 450 statistical examples in 9 tests*the suite profile is "
+        result.stdout.fnmatch_lines(["*over 500 statistical examples in 10 tests*the suite profile is "
                                      "specdec-default (no profile chosen)*"])
 
     def test_residual_from_target_fails_with_evidence(self, impls):
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "stop_conditional",
                                             "--specdec-verifier", "buggy:residual_from_target")
-        result.assert_outcomes(failed=1, deselected=12)
+        result.assert_outcomes(failed=1, deselected=15)
         result.stdout.fnmatch_lines([
             "*AssertionError: buggy:residual_from_target fails the 'stop_conditional' property",
             "*inputs: VerifierInputs(B=*",
@@ -210,7 +210,7 @@ class TestSuite:
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "step_law",
                                             "--specdec-verifier", "buggy:bonus_from_row0")
-        result.assert_outcomes(failed=1, deselected=12)
+        result.assert_outcomes(failed=1, deselected=15)
         result.stdout.fnmatch_lines(["*buggy:bonus_from_row0 fails the 'step_law' property*"])
 
     def test_ci_runs_are_deterministic(self, impls, monkeypatch):
@@ -275,4 +275,4 @@ settings.register_profile("mine", max_examples=3, deadline=None)
 settings.load_profile("mine")
 ''')
     result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-    result.stdout.fnmatch_lines(["*over 27 statistical examples in 9 tests*profile is 'mine', chosen by the user*"])
+    result.stdout.fnmatch_lines(["*over 30 statistical examples in 10 tests*profile is 'mine', chosen by the user*"])

@@ -41,7 +41,7 @@ RAGGED_CELL_SHARE = 10
 #: so they stay exact (the first-token law counts fresh draws only).
 RAGGED_REUSE_CELLS = 1 << 15
 MAX_REUSE = 16
-#: A scenario without random requests has only exact checks: a quarter of the mode's calls.
+#: A scenario without law tests (no random requests, or ``law_tests`` off) runs a quarter of the mode's calls.
 GREEDY_CALL_SHARE = 4
 #: Requests named in a record's per-request summary (the most deviant first).
 RECORD_REQUESTS = 5
@@ -64,7 +64,7 @@ def ragged_calls_planned(run) -> int:
     s, mode = run.scenario, run.mode
     cap = ragged_calls_budget(run)
     randoms = len(s.random_requests)
-    if not randoms:
+    if not randoms or not s.law_tests:
         return max(1, min(cap, mode.max_calls // GREEDY_CALL_SHARE))
     n_target = min(planned_samples(mode.design_tv, mode.pit_bins, run.ledger.per_check / 2), mode.max_samples)
     return max(1, min(cap, -(-n_target // randoms)))
@@ -158,7 +158,7 @@ class RaggedLaws(Check):
 
     @classmethod
     def plan(cls, scenario, selection) -> list:
-        if not len(scenario.random_requests):
+        if not len(scenario.random_requests) or not scenario.law_tests:
             return []
         tests = [PlannedTest("first_token", "first_token")] if "first_token" in selection else []
         if scenario.gamma:

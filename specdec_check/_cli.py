@@ -1,19 +1,26 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
 Subcommands: ``verify``, ``generate``, ``ragged``, ``mutants``, ``demo``, ``report``.
-Exit status: 0 passed, 1 failed (including a sampler that raises), 2 usage error (bad
-option, unimportable callable, unreadable report, a --report folder that is a file, lies
-under a file, is not writable or holds another run's report without --force), each
-reported on one line; 3 is an internal error of specdec-check itself (with its traceback).
-``report`` exits with the status of the saved verdict: 0 passed or inefficient, 1 failed,
-4 inconclusive, 1 interrupted (``specdec_check.report.VERDICT_EXIT_STATUS``), and 2 for a
-file that is not a valid report or whose ``passed`` contradicts its findings. Heavy
-modules (the checker, matplotlib, torch) are imported only by the subcommand that needs them.
+Exit status (one table, :data:`specdec_check._report_rules.VERDICT_EXIT_STATUS`): 0 passed
+(or lossless but inefficient), 1 failed (including a sampler that raises, ends or kills its
+process, or runs past ``--timeout``), 4 inconclusive (the law tests could not reach the
+mode's design TV), 2 usage error (bad option, unimportable callable, unreadable report, a
+--report folder that is a file, lies under a file, is not writable or holds another run's
+report without --force), each reported on one line; 3 is an internal error of
+specdec-check itself (with its traceback); 130 / 143 after SIGINT / SIGTERM (a partial
+report marked ``interrupted`` is written first). ``verify``, ``generate`` and ``ragged`` run the
+check in a child process (:mod:`specdec_check._isolation`): only a verdict received from it can
+give 0, and nothing printed (a closed pipe, a full disk) changes the status. ``report``
+exits with the status of the saved verdict (1 for an interrupted run), and 2 for a file that
+is not a valid report or whose ``passed`` contradicts its findings. Heavy modules (the
+checker, matplotlib, torch) are imported only by the subcommand that needs them.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import os
 import sys
 from pathlib import Path
@@ -33,6 +40,10 @@ REPORT_FORMATS = ("json", "md", "html")
 _ROLE = {"verifier": "verifier", "generator": "decode loop", "ragged_verifier": "ragged verifier"}
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: Exit status epilog of verify / generate.
+_CHECK_EPILOG = ("Exit status: 0 passed (or lossless but inefficient), 1 failed (also a sampler that ends its process "
+                 "or runs past --timeout), 4 inconclusive (the law tests could not reach the mode's design TV), "
+                 "2 usage error, 3 internal error, 130 / 143 interrupted by SIGINT / SIGTERM (partial report).")
 
 
 class UsageError(Exception):
@@ -114,7 +125,10 @@ class TqdmProgress:
             self._bar.total = total
         if label:
             self._bar.set_postfix_str(str(label), refresh=False)
-        self._bar.update(max(0, int(done) - self._bar.n))
+        if int(done) > self._bar.n:
+            self._bar.update(int(done) - self._bar.n)
+        elif label:  # a new label (the supervisor's calls count) and the elapsed time, shown now
+            self._bar.refresh()
 
     def close(self) -> None:
         if self._bar is not None:
@@ -170,6 +184,16 @@ def _positive(text):
     return value
 
 
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value >= 0.0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0 (0: no limit); got {text!r}")
+    return value
+
+
 def _probability(text):
     try:
         value = float(text)
@@ -184,6 +208,8 @@ def _probability(text):
 
 
 def _add_check_options(sub, command: str):
+    from ._isolation import DEFAULT_TIMEOUT_S
+
     kind = _KIND_OF[command]
     numpy_default, torch_default = default_sampler(kind, "numpy"), default_sampler(kind, "torch")
     sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
@@ -196,6 +222,8 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
     sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
+    sub.add_argument("--strict", action="store_true",
+                     help="count robustness warnings (NaN input rows, degenerate shapes) as failures")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
                      help="run only these checks (default: all)")
     sub.add_argument("--scenarios", default=None, metavar="MODULE:ATTR",
@@ -210,6 +238,9 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--no-report", action="store_true", help="write no report files")
     sub.add_argument("--no-plots", action="store_true", help="leave the figures out of report.html")
     sub.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sub.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                     help="limit on one call of the sampler; a call past it stops the run with a 'timeout' "
+                          "finding and a partial report (default: %(default)g; 0: no limit)")
     sub.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
 
 
@@ -219,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Statistical exactness checks for speculative-decoding samplers.",
-        epilog="Exit status: 0 passed, 1 failed, 2 usage error.",
+        epilog="Exit status: 0 passed (or lossless but inefficient), 1 failed, 2 usage error, 4 inconclusive (not enough evidence).",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
@@ -227,20 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="check a verifier (one step's accept/reject kernel)",
                             description="Check that a verifier reproduces the target law exactly; print a verdict "
                                         "table and write report.json/.md/.html.",
-                            epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+                            epilog=_CHECK_EPILOG)
     _add_check_options(verify, "verify")
 
     generate = sub.add_parser("generate", help="check a decode loop",
                               description="Check that a speculative decode loop samples the target's joint law "
                                           "exactly; print a verdict table and write the report.",
-                              epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+                              epilog=_CHECK_EPILOG)
     _add_check_options(generate, "generate")
 
     ragged = sub.add_parser("ragged", help="check a ragged verifier (logits in, per-request sampling parameters)",
                             description="Check a verifier in the production calling convention (vLLM v1 "
                                         "RejectionSampler style: ragged requests, logits, temperature, top-k, top-p, "
                                         "greedy rows); print a verdict table and write the report.",
-                            epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+                            epilog=_CHECK_EPILOG)
     _add_check_options(ragged, "ragged")
 
     mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
@@ -310,48 +341,65 @@ def _scenarios(path, names, command):
 
 
 def _run_check(args) -> int:
+    """verify / generate: the check runs in a child process (:func:`_check_in_child`); the report is
+    written, then printed (:func:`_publish`); the status is the verdict received, never stdout's fate."""
+    from ._isolation import DEFAULT_TIMEOUT_S, supervise_check
+
     path = args.callable or default_sampler(_KIND_OF[args.command], args.backend)
     folder, identity = _report_folder(args, path)  # a bad --report is a usage error before anything runs
-    sampler = _resolve_sampler(path, _KIND_OF[args.command])
-    scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
-    if args.command == "verify":
-        from .checker import check_verifier as check
-    elif args.command == "ragged":
-        from .checker import check_ragged_verifier as check
-    else:
-        from .checker import check_generator as check
-    progress = make_progress(not args.no_progress, desc=args.command)
+    options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
+               "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
+               "checks": args.checks, "strict": args.strict or None,
+               "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
+    return supervise_check(functools.partial(_check_in_child, args, path), command=args.command, path=path,
+                           options=options, fallback_header=_command_line_header(args, path),
+                           publish=functools.partial(_publish, args, folder, identity),
+                           usage_error=UsageError, progress=make_progress(not args.no_progress, desc=args.command),
+                           call_timeout=args.timeout)
+
+
+def _command_line_header(args, path) -> dict:
+    """The report's run metadata as the command line gives it: the header of a report whose run ended
+    before the checker planned it (the sampler's module exited on import); unknowns are None/empty."""
+    return {"kind": _KIND_OF[args.command], "sampler": path, "mode": args.mode,
+            "backend": args.backend, "device": args.device, "dtype": args.dtype or "", "tolerance": None,
+            "seed": args.seed, "alpha": args.alpha, "alpha_per_check": args.alpha, "design_tv": None,
+            "checks": list(args.checks or ()), "strict": bool(args.strict)}
+
+
+def _check_in_child(args, path, channel):
+    """The child's side of :func:`_run_check`: import the sampler and scenarios, run the check under a
+    monitor that reports to the parent; return ``("report", data)``, ``("usage", message)``,
+    ``("sampler", facts)`` or ``("internal", facts)``."""
+    from ._isolation import ChannelMonitor, describe_exception
+
+    kind = _KIND_OF[args.command]
     try:
-        report = check(sampler, scenarios=scenarios, mode=args.mode, backend=args.backend, seed=args.seed,
-                       alpha=args.alpha, progress=progress, checks=args.checks, device=args.device, dtype=args.dtype)
+        sampler = _resolve_sampler(path, kind)
+        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
+    except UsageError as exc:
+        return ("usage", str(exc))
+    from .checker import SAMPLER_KINDS, check_options, run
+
+    monitor = ChannelMonitor(channel)
+    try:
+        options = check_options(SAMPLER_KINDS[kind].checks, mode=args.mode, backend=args.backend, device=args.device,
+                                dtype=args.dtype, seed=args.seed, alpha=args.alpha, checks=args.checks,
+                                progress=monitor.progress, strict=args.strict, name=path,
+                                scenarios_source=args.scenarios, monitor=monitor)
+    except (TypeError, ValueError, ImportError) as exc:
+        return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+    try:
+        report = run(SAMPLER_KINDS[kind], sampler, scenarios, options)
     except Exception as exc:
         if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
-            print(f"{PROG} {args.command}: the sampler {path} raised {type(exc).__name__}: "
-                  f"{' '.join(str(exc).split())}", file=sys.stderr)
-            return EXIT_FAILED
+            return ("sampler", describe_exception(exc))
         if isinstance(exc, (TypeError, ValueError, ImportError)):
             # Raised before anything runs: a callable that breaks the contract, an unknown
             # check, a missing backend.
-            raise UsageError(f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
-        raise
-    finally:
-        if progress is not None:
-            progress.close()
-    data = report.to_dict()
-    _emit(data, args)
-    if folder is not None:
-        from .report import ReportDirError, escaped, write_report
-
-        try:
-            written = write_report(data, folder, formats=args.formats, plots=not args.no_plots, force=args.force,
-                                   run_identity=identity)
-        except (ReportDirError, OSError) as exc:  # the folder changed during the run (another run took it)
-            message = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise UsageError(f"cannot write the report to {escaped(message)}") from None
-        for fmt in REPORT_FORMATS:
-            if fmt in written:
-                print(f"report: {written[fmt]}")
-    return EXIT_PASSED if data.get("passed") else EXIT_FAILED
+            return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+        return ("internal", describe_exception(exc, lines=None))
+    return ("report", report.to_dict())
 
 
 def _raised_by(sampler, exc) -> bool:
@@ -368,6 +416,24 @@ def _raised_by(sampler, exc) -> bool:
             return True
         tb = tb.tb_next
     return False
+
+
+def _publish(args, folder, identity, data):
+    """Write the report files, then print the verdict and where they are (stdout may be gone by now)."""
+    written = {}
+    if folder is not None:
+        from .report import ReportDirError, escaped, write_report
+
+        try:
+            written = write_report(data, folder, formats=args.formats, plots=not args.no_plots, force=args.force,
+                                   run_identity=identity)
+        except (ReportDirError, OSError) as exc:  # the folder changed during the run (another run took it)
+            message = f"{exc.filename}: {exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise UsageError(f"cannot write the report to {escaped(message)}") from None
+    _emit(data, args)
+    for fmt in REPORT_FORMATS:
+        if fmt in written:
+            print(f"report: {written[fmt]}")
 
 
 def _emit(data, args):
@@ -444,8 +510,17 @@ _COMMANDS = {"verify": _run_check, "generate": _run_check, "ragged": _run_check,
 
 
 def main(argv=None) -> int:
-    """Run the command line; return the exit status (0 passed, 1 failed, 2 usage error, 3 internal error)."""
+    """Run the command line; return the exit status (0 passed, 1 failed, 2 usage error, 3 internal error,
+    130 / 143 interrupted). Output goes through streams that swallow their own failures (a closed
+    pipe, a full disk, a closed descriptor), so the status is the command's, never stdout's."""
+    from ._isolation import tolerant_stdio
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    with tolerant_stdio():
+        return _main(argv)
+
+
+def _main(argv) -> int:
     try:
         parser = build_parser()
         try:
@@ -461,12 +536,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `specdec-check ... | head`
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
-        return EXIT_PASSED
     except Exception as exc:  # a bug in specdec-check itself: traceback, then one line, exit 3
         import traceback
 

@@ -33,9 +33,12 @@ __all__ = [
 class Mode:
     """How hard to look: the TV the law tests are sized to detect with power 0.99, and caps.
 
-    ``max_samples`` caps one law test of one scenario, ``max_calls`` the sampler calls of one
-    scenario, ``max_cells`` the probability cells (rows x positions x V) handed to the sampler
-    per scenario; ``pit_bins`` is the resolution of the randomized-PIT histograms.
+    ``design_tv`` is also the evidence floor: a scenario whose law tests cannot reach it within
+    the caps makes the run inconclusive. ``max_samples`` caps one law test of one scenario;
+    ``max_law_calls`` and ``max_law_cells`` cap the sampler calls and the probability cells (rows x
+    positions x V) of one scenario's law loop, ``max_calls`` and ``max_cells`` those of each other
+    check (randomness, batch invariance, target calls); ``pit_bins`` is the resolution of the
+    randomized-PIT histograms.
     """
 
     name: str
@@ -44,16 +47,23 @@ class Mode:
     max_calls: int
     pit_bins: int
     max_cells: float
+    max_law_calls: int
+    max_law_cells: float
 
 
-#: quick: a smoke check in seconds (TV 0.15 with 16 PIT bins needs ~1-2k samples per test);
-#: default: under a minute on two cores for the whole battery (TV 0.06, 32 bins);
-#: thorough: minutes per scenario (TV 0.02, 64 bins: ~10^5-10^6 samples per test).
+#: quick: a smoke check in seconds (TV 0.15 with 16 PIT bins needs ~1.8k samples per test);
+#: default: under a minute on two cores for the whole battery (TV 0.06, 32 bins: ~12k samples);
+#: thorough: minutes per scenario (TV 0.02, 64 bins: ~1.3e5 samples per test).
+#: The law-loop caps let a scenario of one row per call reach the design TV (one call per sample,
+#: with room to spare) while bounding what a huge-vocabulary scenario hands over: past 2e9 cells
+#: (16 GB of float64) in default mode a scenario is inconclusive instead of slow.
 MODES = {
-    "quick": Mode("quick", design_tv=0.15, max_samples=6_000, max_calls=120, pit_bins=16, max_cells=2e7),
-    "default": Mode("default", design_tv=0.06, max_samples=40_000, max_calls=600, pit_bins=32, max_cells=3e8),
+    "quick": Mode("quick", design_tv=0.15, max_samples=6_000, max_calls=120, pit_bins=16, max_cells=2e7,
+                  max_law_calls=3_000, max_law_cells=5e8),
+    "default": Mode("default", design_tv=0.06, max_samples=40_000, max_calls=600, pit_bins=32, max_cells=3e8,
+                    max_law_calls=20_000, max_law_cells=2e9),
     "thorough": Mode("thorough", design_tv=0.02, max_samples=2_000_000, max_calls=50_000, pit_bins=64,
-                     max_cells=1e10),
+                     max_cells=1e10, max_law_calls=400_000, max_law_cells=5e10),
 }
 DEFAULT_MODE = "default"
 

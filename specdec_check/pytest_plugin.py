@@ -37,7 +37,10 @@ _SETTINGS = {
     "device": ("--specdec-device", "SPECDEC_DEVICE", "specdec_device", None),
     "dtype": ("--specdec-dtype", "SPECDEC_DTYPE", "specdec_dtype", None),
     "alpha": ("--specdec-alpha", "SPECDEC_ALPHA", "specdec_alpha", str(DEFAULT_ALPHA)),
+    "strict": ("--specdec-strict", "SPECDEC_STRICT", "specdec_strict", "false"),
 }
+#: Spellings of a true/false setting in the environment and ini files.
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 # --------------------------------------------------------------------------- options
@@ -58,6 +61,8 @@ def pytest_addoption(parser):
                     help="dtype of the probabilities handed to the sampler, e.g. float32 (env SPECDEC_DTYPE).")
     group.addoption("--specdec-alpha", metavar="ALPHA", default=None,
                     help=f"false-alarm budget of the whole suite run (env SPECDEC_ALPHA; default {DEFAULT_ALPHA:g}).")
+    group.addoption("--specdec-strict", action="store_const", const="true", default=None,
+                    help="count robustness warnings (NaN input rows, degenerate shapes) as failures (env SPECDEC_STRICT).")
     for name, (_, env, ini, _) in _SETTINGS.items():
         parser.addini(ini, f"specdec-check {name} (overridden by env {env} and the command-line option)",
                       default=None)
@@ -94,8 +99,11 @@ def pytest_configure(config):
         raise pytest.UsageError(f"specdec-check: unknown backend {backend.value!r} (from {backend.source}); "
                                 f"use {' or '.join(BACKENDS)}.")
     selections = {"backend": backend}
-    for name in (*KINDS, "device", "dtype", "alpha"):
+    for name in (*KINDS, "device", "dtype", "alpha", "strict"):
         selections[name] = _resolve_setting(config, name, backend.value)
+    strict = selections["strict"]
+    if str(strict.value).strip().lower() not in _TRUE + _FALSE:
+        raise pytest.UsageError(f"specdec-check: strict {strict.value!r} (from {strict.source}) must be true or false.")
     alpha_sel = selections["alpha"]
     try:
         alpha = float(alpha_sel.value)

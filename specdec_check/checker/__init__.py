@@ -17,13 +17,20 @@ from ._options import CheckOptions, check_options
 from ._ragged import RAGGED_CHECKS, check_ragged_verifier
 from ._ragged_probe import ConventionReport, probe_sampling_conventions
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
-from ._verifier import VERIFIER_CHECKS, check_verifier
+from ._session import run
+from ._verifier import VERIFIER, VERIFIER_CHECKS, check_verifier
+from ._generator import GENERATOR
+from ._ragged import RAGGED_VERIFIER
+
+#: The sampler kinds by name (``SamplerKind`` objects): the CLI and the plugin run them through :func:`run`.
+SAMPLER_KINDS = {kind.name: kind for kind in (VERIFIER, GENERATOR, RAGGED_VERIFIER)}
 
 __all__ = [
     "GENERATOR_CHECKS",
     "MODES",
     "RAGGED_CHECKS",
     "REPORT_VERSION",
+    "SAMPLER_KINDS",
     "VERIFIER_CHECKS",
     "Backend",
     "CheckOptions",
@@ -40,4 +47,5 @@ __all__ = [
     "check_verifier",
     "make_backend",
     "probe_sampling_conventions",
+    "run",
 ]

@@ -9,9 +9,22 @@ the methods after it); only counts then cross to the host. :func:`make_backend` 
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
-__all__ = ["Backend", "NumpyBackend"]
+__all__ = ["Backend", "NumpyBackend", "fingerprint_weights"]
+
+#: Fingerprint weights per row length: one fixed random vector each (seeded by the length).
+_WEIGHTS: dict = {}
+
+
+def fingerprint_weights(length: int) -> np.ndarray:
+    """A fixed random float64 vector of ``length`` entries: ``rows @ w`` changes when any entry of a row
+    changes (except on a set of measure zero), at the cost of one matrix-vector product."""
+    if length not in _WEIGHTS:
+        _WEIGHTS[length] = np.random.default_rng([0xF1, length]).standard_normal(length)
+    return _WEIGHTS[length]
 
 
 class Backend:
@@ -24,6 +37,9 @@ class Backend:
     tolerance: float = 0.0
     #: Whether writes into the inputs raise (numpy read-only views): no snapshot is needed to see them.
     read_only_inputs: bool = False
+    #: Whether the inputs handed over share memory with the checker's draw (numpy views): a write then
+    #: persists into later calls on the same draw, so a block's fingerprint can be checked once at its end.
+    shares_inputs: bool = False
     #: Whether :meth:`law_rows` changes rows (a cast); when False scenarios skip it.
     casts_rows: bool = True
     #: Whether outputs are parsed, PIT-transformed and counted where the sampler left them.
@@ -66,6 +82,14 @@ class Backend:
         """Whether two inputs hold the same values (shape, dtype, NaN equal to NaN)."""
         return a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
 
+    def fingerprint(self, value) -> bytes:
+        """A digest of an input's content: float arrays through ``rows @ w`` (:func:`fingerprint_weights`),
+        integer arrays byte for byte. One pass, no copy; a write into the input changes it."""
+        array = np.asarray(value)
+        if array.dtype.kind == "f" and array.ndim and array.shape[-1]:
+            array = array.reshape(-1, array.shape[-1]) @ fingerprint_weights(array.shape[-1])
+        return hashlib.blake2b(np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
+
     # -- the device protocol (backends with counts_on_device) --------------------------------------
     def on_device(self, output) -> bool:
         """Whether ``output`` can be checked where it is (an integer array on this backend's device)."""
@@ -98,6 +122,7 @@ class NumpyBackend(Backend):
     casts_rows = False
     #: Inputs are handed over as read-only views: a write raises inside the verifier (no copy needed).
     read_only_inputs = True
+    shares_inputs = True
 
     def generator(self, seed: int):
         return np.random.Generator(np.random.PCG64(seed))

@@ -11,8 +11,18 @@ GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "
 
 
 def qualified_name(obj) -> str:
-    """``module:name`` for ``obj``, preferring a public package that re-exports it over a private module."""
+    """``module:name`` for ``obj``, preferring a public package that re-exports it over a private module.
+
+    A ``functools.partial`` is named ``partial(module:func)`` and a callable instance
+    ``module:Class()``: readable, though not importable (repro lines then say so).
+    """
+    import functools
     import sys
+
+    if isinstance(obj, functools.partial):
+        return f"partial({qualified_name(obj.func)})"
+    if not hasattr(obj, "__qualname__") and not hasattr(obj, "__name__") and callable(obj):
+        return f"{qualified_name(type(obj))}()"
 
     module = getattr(obj, "__module__", None) or type(obj).__module__
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__qualname__

@@ -43,18 +43,25 @@ class CallPool:
 
     def next(self):
         """The next call's inputs."""
+        return self.next_group(1)[1][0]
+
+    def next_group(self, calls: int):
+        """Up to ``calls`` consecutive calls' inputs from one pooled draw: ``(their rows as one draw,
+        [each call's draw])``; fewer when the current pooled draw runs out first."""
         if not self.left:
-            calls = max(1, min(self.most, self.remaining))
-            self.draw, self.left, self.at = self.caller.draw(rows=self.rows, calls=calls), calls, 0
-            self.remaining -= calls
-        self.left -= 1
+            size = max(1, min(self.most, self.remaining))
+            self.draw, self.left, self.at = self.caller.draw(rows=self.rows, calls=size), size, 0
+            self.remaining -= size
+        take = max(1, min(int(calls), self.left))
         draw, start = self.draw, self.at
-        self.at += self.width
+        self.left -= take
+        self.at += take * self.width
         if not self.left:  # the pool is used up: only the caller's windows keep it alive now
             self.draw = None
-        if start == 0 and not self.left:
-            return draw
-        return draw.head(slice(start, start + self.width))
+        whole = draw if start == 0 and self.at == draw.draft_token_ids.shape[0] else draw.head(slice(start, self.at))
+        if take == 1:
+            return whole, [whole]
+        return whole, [whole.head(slice(i * self.width, (i + 1) * self.width)) for i in range(take)]
 
 
 #: Traceback lines kept in a finding: the sampler's own frames and the exception, without the
@@ -78,8 +85,12 @@ class VerifierCaller:
         self.scenario, self.backend = run.scenario, run.backend
         self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
         self.tables = self.scenario.law_tables(self.law_rows)
+        #: gamma = 0 or V = 1: outside the contract's main domain, so a crash or malformed output there is a
+        #: robustness warning (a failure under strict), while a wrong law there is still a failure.
+        self.degenerate = self.scenario.gamma == 0 or self.scenario.vocab_size == 1
         self._device_tables = {}  # id(law table) -> its device copy, made once per run
         self._device_block = (None, None)  # (host block, its device copy): the current block only
+        self._reference = (None, None)  # (draw, {input: fingerprint}) of the draw the inputs share memory with
 
     @property
     def law_rows(self):
@@ -100,35 +111,73 @@ class VerifierCaller:
         out = self.call_parsed(draw, seed, check)[0]
         return out if out is None or isinstance(out, np.ndarray) else self.backend.to_host(out)
 
-    def call_parsed(self, draw, seed, check="contract"):
+    def _fingerprints(self, draw, kwargs) -> dict:
+        """``{input: content fingerprint}`` before a call: computed once per draw when the inputs share
+        memory with it (the draw is the reference), per call otherwise (fresh device copies)."""
+        if not self.backend.shares_inputs:
+            return {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
+        reference_draw, prints = self._reference
+        if reference_draw is not draw:
+            prints = {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
+            self._reference = (draw, prints)
+        return prints
+
+    def _mutated(self, kwargs, before: dict) -> list:
+        return [k for k, v in kwargs.items() if self.backend.fingerprint(v) != before[k]]
+
+    def unchanged(self, draw) -> bool:
+        """Whether the inputs of ``draw`` still hold what they held before its calls (for draws whose calls
+        skipped the per-call check, ``check_after=False``); a change is a contract failure."""
+        reference_draw, before = self._reference
+        if not self.run.selected("contract") or reference_draw is not draw:
+            return True
+        kwargs = {"draft_token_ids": draw.draft_token_ids, "draft_probs": draw.draft_probs,
+                  "target_probs": draw.target_probs}
+        changed = self._mutated(kwargs, before)
+        if changed:
+            self.run.fail("contract", f"the verifier modified its input(s) {changed} in place (their content changed "
+                          "over the calls that shared these inputs)", {"modified": changed})
+            self.run.stopped = True
+        return not changed
+
+    def call_parsed(self, draw, seed, check="contract", *, check_after: bool = True):
         """:meth:`call` and the decoded output: ``(out, step)``, or ``(None, None)``.
 
-        An integer output left on a counting backend's device stays there when it is well formed
-        (only then is it parsed there); anything else is brought to the host and checked there.
+        The inputs' content is fingerprinted before the call and, when ``check_after``, after it: a
+        write into them is a contract failure even when it went around numpy's read-only flag
+        (``setflags(write=True)``, a C extension). A caller that reuses one draw for many calls may
+        skip the check after each call and ask :meth:`unchanged` once at the end. The output is
+        copied at once (a sampler may hand back the same buffer every call). An integer output left
+        on a counting backend's device stays there when it is well formed (only then is it parsed
+        there); anything else is brought to the host and checked there.
         """
         run, backend = self.run, self.backend
         kwargs = backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
-        watch = run.selected("contract") and not backend.read_only_inputs
-        originals = {k: backend.copy(v) for k, v in kwargs.items()} if watch else None
+        watch = run.selected("contract")
+        before = self._fingerprints(draw, kwargs) if watch else None
         run.calls += 1
         try:
-            out = self.verify(**kwargs, generator=backend.generator(seed))
+            out = run.sampler_call(self.verify, **kwargs, generator=backend.generator(seed))
         except Exception as exc:  # the verifier's own error becomes a finding
             tb = _traceback(exc)
-            if backend.read_only_inputs and "read-only" in str(exc):
+            if backend.read_only_inputs and ("read-only" in str(exc) or "WRITEABLE" in str(exc)):
                 changed = self.modified_inputs(kwargs, seed)
                 run.fail("contract", f"the verifier modified its input(s) {changed} in place ({type(exc).__name__} "
                          f"on the read-only inputs: {exc})", {"modified": changed, "traceback": tb})
             else:
-                run.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
+                self._problem(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
             run.stopped = True
             return None, None
-        if originals is not None:
-            changed = [k for k in kwargs if not backend.same(kwargs[k], originals[k])]
+        if watch and (check_after or not backend.shares_inputs):
+            changed = self._mutated(kwargs, before)
             if changed:
                 run.fail("contract", f"the verifier modified its input(s) {changed} in place", {"modified": changed})
                 run.stopped = True
                 return None, None
+        try:
+            out = backend.copy(out)  # a static output buffer would otherwise change under the kept outputs
+        except Exception:  # noqa: BLE001 - not an array at all: to_host below names the problem
+            pass
         if backend.counts_on_device and backend.on_device(out):
             step = backend.parse_on_device(out, kwargs["draft_token_ids"], self.scenario.vocab_size)
             if step is not None:  # well formed: the output stays where the sampler left it
@@ -136,16 +185,25 @@ class VerifierCaller:
         try:
             out = backend.to_host(out)
         except Exception as exc:  # noqa: BLE001 - whatever the sampler returned, it is not an integer array
-            run.fail("contract", f"the verifier's output could not be read as an integer array: {exc}")
+            self._problem("contract", f"the verifier's output could not be read as an integer array: {exc}")
             run.stopped = True
             return None, None
         # Shape, dtype and range are checked whatever the selection: parsing the output needs them.
         problem, step = check_output(out, draw.draft_token_ids, self.scenario.vocab_size)
         if problem is not None:
-            run.fail("contract", problem[0], problem[1])
+            self._problem("contract", problem[0], problem[1])
             run.stopped = True
             return None, None
         return out, step
+
+    def _problem(self, check, message, evidence=None):
+        """A crash or malformed output: a failure, or a robustness warning on a degenerate shape."""
+        if self.degenerate:
+            s = self.scenario
+            self.run.warn(check, f"on a degenerate shape (gamma = {s.gamma}, V = {s.vocab_size}; robustness, not "
+                          f"exactness): {message}", evidence)
+        else:
+            self.run.fail(check, message, evidence)
 
     def call_raw(self, draw, seed):
         """One call whose output the caller judges itself (probes of the verifier's robustness):
@@ -153,7 +211,8 @@ class VerifierCaller:
         kwargs = self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
         self.run.calls += 1
         try:
-            return self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(seed)))
+            return self.backend.to_host(self.run.sampler_call(self.verify, **kwargs,
+                                                              generator=self.backend.generator(seed)))
         except Exception as exc:  # noqa: BLE001 - the probe judges any exception
             return exc
 
@@ -161,7 +220,7 @@ class VerifierCaller:
         """Rerun on writable copies (same seed) to name the inputs the verifier writes into."""
         copies = {k: np.array(v, copy=True) for k, v in kwargs.items()}
         try:
-            self.verify(**copies, generator=self.backend.generator(seed))
+            self.run.sampler_call(self.verify, **copies, generator=self.backend.generator(seed))
         except Exception:  # noqa: BLE001 - only the names of the modified inputs matter here
             pass
         return [k for k in kwargs if not np.array_equal(copies[k], kwargs[k], equal_nan=True)] or ["(unknown)"]
@@ -190,7 +249,12 @@ class VerifierCaller:
 
 
 class CountingModel:
-    """Wraps a causal model and counts its calls (forward passes)."""
+    """Wraps a causal model and counts its forward passes: every entry point that returns laws
+    (``__call__``, ``last_probs``, ``start_probs``, ``probs_at``, ``cdf_at``) counts one, so a loop
+    cannot hide target calls behind another method. Other attributes pass through."""
+
+    #: The model's entry points that compute laws (each call is one forward pass).
+    COUNTED = ("last_probs", "start_probs", "probs_at", "cdf_at")
 
     def __init__(self, model):
         self.model = model
@@ -202,8 +266,16 @@ class CountingModel:
         self.calls += 1
         return self.model(tokens)
 
-    def __getattr__(self, name):  # last_probs, probs_at, ... pass through uncounted
-        return getattr(self.model, name)
+    def __getattr__(self, name):
+        attribute = getattr(self.model, name)
+        if name not in self.COUNTED or not callable(attribute):
+            return attribute
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return attribute(*args, **kwargs)
+
+        return counted
 
 
 class GeneratorCaller:
@@ -223,8 +295,9 @@ class GeneratorCaller:
         snapshot = self.backend.copy(given)
         run.calls += 1
         try:
-            out = self.generate(target=target, draft=draft, prompts=given, max_new_tokens=s.max_new_tokens,
-                                gamma=s.gamma, generator=self.backend.generator(int(run.rng.integers(2**63 - 1))))
+            out = run.sampler_call(self.generate, target=target, draft=draft, prompts=given,
+                                   max_new_tokens=s.max_new_tokens, gamma=s.gamma,
+                                   generator=self.backend.generator(int(run.rng.integers(2**63 - 1))))
             out = self.backend.to_host(out)
         except Exception as exc:
             run.fail(check, f"the decode loop raised {type(exc).__name__}: {exc}", {"traceback": _traceback(exc)})

@@ -32,7 +32,8 @@ def _run_scenario(run, generate) -> None:
     caller = GeneratorCaller(run, generate)
     laws, target_calls = GeneratorLaws(run), TargetCalls(run, caller)
     laws.start()
-    for _ in range(laws.calls_planned()):
+    calls = laws.calls_planned()
+    for _ in range(calls):
         index = run.rng.integers(0, s.prompts.shape[0], size=s.rows_per_call)
         out, _target = caller.run_once(index)
         if out is None:
@@ -50,15 +51,20 @@ def _run_scenario(run, generate) -> None:
     )
 
 
+def _prepare(scenarios, selection):
+    return (default_generator_battery() if scenarios is None else list(scenarios)), "not a verifier check"
+
+
 GENERATOR = SamplerKind(
     name="generator", command=KINDS["generator"].command, keywords=GENERATOR_KEYWORDS,
     scenario_type=GeneratorScenario, default_battery=default_generator_battery, checks=GENERATOR_CHECKS, plan=_plan,
-    run_scenario=_run_scenario,
+    run_scenario=_run_scenario, prepare=_prepare,
 )
 
 
 def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
-                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None) -> CheckReport:
+                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
+                    strict=False, name=None, monitor=None) -> CheckReport:
     """Check that the decode loop ``generate`` produces exactly the target's law, at a speedup.
 
     ``generate(*, target, draft, prompts, max_new_tokens, gamma, generator)`` runs on each
@@ -71,5 +77,6 @@ def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFA
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
     """
     options = check_options(GENERATOR_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name,
+                            monitor=monitor)
     return run(GENERATOR, generate, scenarios, options)

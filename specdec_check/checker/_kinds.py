@@ -41,3 +41,6 @@ class SamplerKind:
     checks: tuple
     plan: Callable
     run_scenario: Callable
+    #: ``prepare(scenarios or None, selection) -> (scenarios, screen)``: the scenarios to run (the default
+    #: battery for None) and whether the structural screen runs first ("ran", "not selected", ...).
+    prepare: Callable

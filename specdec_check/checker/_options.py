@@ -11,7 +11,12 @@ from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SE
 from ._backend import Backend
 from ._backends import make_backend
 
-__all__ = ["CheckOptions", "check_options"]
+__all__ = ["MONITOR_METHODS", "CheckOptions", "check_options"]
+
+#: What a monitor implements (e.g. specdec_check._isolation's channel to the supervising process):
+#: ``run_started(header, scenario_names)``, ``call_started(scenario, index)``, ``call_finished(scenario,
+#: index)`` around every sampler call, and ``scenario_finished(index, findings, records, summary)``.
+MONITOR_METHODS = ("run_started", "call_started", "call_finished", "scenario_finished")
 
 
 @dataclass(frozen=True)
@@ -27,10 +32,20 @@ class CheckOptions:
     alpha: float
     checks: tuple
     progress: Callable | None = None
+    #: Robustness warnings (NaN inputs, degenerate shapes) count as failures.
+    strict: bool = False
+    #: ``MODULE:CALLABLE`` naming the sampler in the report and repro lines (None: found by the session).
+    sampler_name: str | None = None
+    #: Where the scenarios came from: None (the default battery), a ``MODULE:ATTR`` path, or False
+    #: (objects built in Python: no command line reproduces the run).
+    scenarios_source: str | bool | None = None
+    #: Told about every sampler call and every finished scenario (see :data:`MONITOR_METHODS`), or None.
+    monitor: object = None
 
 
 def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, device=None, dtype=None,
-                  seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None) -> CheckOptions:
+                  seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None, strict=False,
+                  name=None, scenarios_source=None, monitor=None) -> CheckOptions:
     """Validate the options of a check of a sampler kind whose selectable checks are ``known_checks``.
 
     Raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) naming the option, the value
@@ -54,5 +69,13 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
             raise ValueError(f"unknown check(s) {unknown}; choose from {tuple(known_checks)}.")
     if progress is not None and not callable(progress):
         raise TypeError("progress must be None or a callable progress(done, total, label).")
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be True or False; got {strict!r}.")
+    if monitor is not None and not all(callable(getattr(monitor, m, None)) for m in MONITOR_METHODS):
+        raise TypeError(f"monitor must be None or an object with the methods {', '.join(MONITOR_METHODS)}.")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise TypeError(f"name must be None or the sampler's MODULE:CALLABLE path; got {name!r}.")
     return CheckOptions(mode=mode, backend=make_backend(backend, device=device, dtype=dtype), seed=int(seed),
-                        alpha=alpha, checks=checks, progress=progress)
+                        alpha=alpha, checks=checks, progress=progress, strict=strict,
+                        sampler_name=None if name is None else name.strip(), scenarios_source=scenarios_source,
+                        monitor=monitor)

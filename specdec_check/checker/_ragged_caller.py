@@ -118,26 +118,30 @@ class RaggedCaller:
         or ``(None, None)`` after a finding that stops the scenario."""
         run, backend, s = self.run, self.backend, self.scenario
         kwargs = self.inputs(draw)
-        watch = run.selected("contract") and not backend.read_only_inputs
-        originals = {k: backend.copy(v) for k, v in kwargs.items() if v is not None} if watch else None
+        watch = run.selected("contract")
+        before = {k: backend.fingerprint(v) for k, v in kwargs.items() if v is not None} if watch else None
         run.calls += 1
         try:
-            out = self.verify(**kwargs, generator=backend.generator(seed))
+            out = run.sampler_call(self.verify, **kwargs, generator=backend.generator(seed))
         except Exception as exc:  # the verifier's own error becomes a finding
             tb = _traceback(exc)
-            if backend.read_only_inputs and "read-only" in str(exc):
+            if backend.read_only_inputs and ("read-only" in str(exc) or "WRITEABLE" in str(exc)):
                 run.fail("contract", f"the verifier modified one of its inputs in place ({type(exc).__name__} on the "
                          f"read-only inputs: {exc})", {"traceback": tb})
             else:
                 run.fail(check, f"the verifier raised {type(exc).__name__}: {exc}", {"traceback": tb})
             run.stopped = True
             return None, None
-        if originals is not None:
-            changed = [k for k in originals if not backend.same(kwargs[k], originals[k])]
+        if before is not None:  # content fingerprints: a write that went around numpy's read-only flag too
+            changed = [k for k in before if backend.fingerprint(kwargs[k]) != before[k]]
             if changed:
                 run.fail("contract", f"the verifier modified its input(s) {changed} in place", {"modified": changed})
                 run.stopped = True
                 return None, None
+        try:
+            out = backend.copy(out)  # a static output buffer would otherwise change under the kept outputs
+        except Exception:  # noqa: BLE001 - not an array at all: to_host below names the problem
+            pass
         try:
             out = backend.to_host(out)
         except Exception as exc:  # noqa: BLE001 - whatever the sampler returned, it is not an integer array
@@ -156,6 +160,7 @@ class RaggedCaller:
         kwargs = self.inputs(draw)
         self.run.calls += 1
         try:
-            return self.backend.to_host(self.verify(**kwargs, generator=self.backend.generator(seed)))
+            return self.backend.to_host(self.run.sampler_call(self.verify, **kwargs,
+                                                              generator=self.backend.generator(seed)))
         except Exception as exc:  # noqa: BLE001 - the probe judges any exception
             return exc

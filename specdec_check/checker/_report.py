@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from .._escape import one_line
 from .._json import to_builtin
+from .._report_rules import FINDING_KINDS, PASSING_VERDICTS, REPORT_VERSION, verdict_of
 
 __all__ = ["CheckReport", "Finding", "ScenarioSummary", "TestRecord", "REPORT_VERSION"]
 
-#: Version of the report layout (``to_dict``); bump on incompatible changes.
-REPORT_VERSION = 1
-
-FINDING_KINDS = ("failure", "inefficiency", "warning")
 
 
 @dataclass(frozen=True)
@@ -77,6 +75,9 @@ class ScenarioSummary:
     target_calls_per_token: float | None = None
     elapsed_s: float = 0.0
     stopped_early: bool = False
+    #: The smallest TV the scenario's law tests could detect with power 0.99, as achieved (the best of
+    #: its law tests at the samples they got); None when no law test ran on the scenario.
+    achieved_tv: float | None = None
 
     def to_dict(self) -> dict:
         return to_builtin(asdict(self))
@@ -104,6 +105,14 @@ class CheckReport:
     elapsed_s: float
     design_tv: float
     checks: tuple = ()
+    #: Whether robustness warnings count as failures (``strict=True``).
+    strict: bool = False
+    #: ``((scenario, reason), ...)``: why the evidence does not reach the design resolution (empty: it does).
+    inconclusive: tuple = ()
+    #: The weakest scenario's achieved resolution (the largest ``achieved_tv``); None without law tests.
+    achieved_tv: float | None = None
+    #: Whether the structural screen ran first: "ran", "not selected" or "not a verifier check".
+    screen: str = "not a verifier check"
 
     @property
     def failures(self) -> tuple:
@@ -119,12 +128,15 @@ class CheckReport:
 
     @property
     def verdict(self) -> str:
-        """``"passed"``, ``"failed"`` or ``"inefficient"`` (lossless but accepts less than optimal)."""
-        if self.failures:
-            return "failed"
-        if self.inefficiencies:
-            return "inefficient"
-        return "passed"
+        """``"failed"`` (a failure finding), ``"inconclusive"`` (the law tests did not reach the mode's
+        design resolution), ``"inefficient"`` (lossless, accepts less than the standard rule) or
+        ``"passed"``; see :mod:`specdec_check._report_rules`."""
+        return verdict_of((f.kind for f in self.findings), inconclusive=bool(self.inconclusive))
+
+    def __post_init__(self):
+        if self.passed != (self.verdict in PASSING_VERDICTS):
+            raise ValueError(f"passed={self.passed} contradicts the verdict {self.verdict!r}; passed is true exactly "
+                             f"when the verdict is one of {PASSING_VERDICTS}.")
 
     def to_dict(self) -> dict:
         """The report as JSON-safe builtins (layout version :data:`REPORT_VERSION`)."""
@@ -143,6 +155,10 @@ class CheckReport:
             "alpha": self.alpha,
             "alpha_per_check": self.alpha_per_check,
             "design_tv": self.design_tv,
+            "achieved_tv": self.achieved_tv,
+            "inconclusive": [{"scenario": name, "reason": reason} for name, reason in self.inconclusive],
+            "strict": self.strict,
+            "screen": self.screen,
             "samples_used": self.samples_used,
             "elapsed_s": self.elapsed_s,
             "checks": list(self.checks),
@@ -155,25 +171,30 @@ class CheckReport:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     def summary(self) -> str:
-        """A plain-text verdict for people: what was tested, what was found, how to reproduce."""
+        """A plain-text verdict for people: what was tested, what was found, how to reproduce.
+
+        Names and messages come from the user's code: their control characters are shown escaped."""
         lines = [
-            f"specdec-check {self.kind} report: {self.sampler}",
+            f"specdec-check {self.kind} report: {one_line(self.sampler)}",
             f"verdict: {self.verdict.upper()}  (mode={self.mode}, backend={self.backend}"
-            + (f", device={self.device}" if self.device else "")
-            + f", dtype={self.dtype}, seed={self.seed})",
+            + (f", device={one_line(self.device)}" if self.device else "")
+            + f", dtype={self.dtype}, seed={self.seed}" + (", strict" if self.strict else "") + ")",
             f"false-alarm budget: {self.alpha:g} for the whole run ({self.alpha_per_check:.3g} per check); "
             f"design TV {self.design_tv:g}; {self.samples_used:,} samples in {self.elapsed_s:.1f} s",
         ]
         failed_tests = [r for r in self.results if not r.passed]
-        lines.append(f"tests: {len(self.results)} run, {len(failed_tests)} rejected; scenarios: {len(self.scenarios)}")
+        lines.append(f"tests: {len(self.results)} run, {len(failed_tests)} rejected; scenarios: {len(self.scenarios)}; "
+                     f"screen: {self.screen}")
         for f in self.findings:
-            lines.append(f"  [{f.kind}] {f.scenario} / {f.check}: {f.message}")
+            lines.append(f"  [{f.kind}] {one_line(f.scenario)} / {f.check}: {one_line(f.message)}")
             if f.repro:
-                lines.append(f"      repro: {f.repro}")
-        detectable = sorted(r.min_detectable_tv for r in self.results if r.min_detectable_tv)
-        if detectable:
-            lines.append(f"  law tests could detect, with power 0.99, a TV of {detectable[0]:.3g} (strongest), "
-                         f"{detectable[len(detectable) // 2]:.3g} (median), {detectable[-1]:.3g} (weakest)")
-        if not self.findings:
+                lines.append(f"      repro: {one_line(f.repro)}")
+        if self.achieved_tv is not None:
+            weakest = max((s for s in self.scenarios if s.achieved_tv is not None), key=lambda s: s.achieved_tv)
+            lines.append(f"  resolution: every scenario's law tests could detect a TV of {self.achieved_tv:.3g} with power "
+                         f"0.99 (weakest: {one_line(weakest.name)}; design {self.design_tv:g})")
+        for name, reason in self.inconclusive:
+            lines.append(f"  [inconclusive] {one_line(name)}: {one_line(reason)}")
+        if not self.findings and not self.inconclusive:
             lines.append("  no findings")
         return "\n".join(lines)

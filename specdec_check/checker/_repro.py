@@ -1,15 +1,48 @@
-"""The one formatter of repro lines: the command that reruns a finding's scenario."""
+"""The one formatter of repro lines: the command that reruns a finding's scenario.
+
+A run is reproducible from the command line when its sampler and its scenarios have
+``MODULE:ATTR`` names; the line is then shell-quoted word by word (``shlex.join``) and
+carries every option that changes what runs (``--scenarios``, ``--alpha``, ``--checks``,
+``--strict``, the backend). Otherwise (scenario objects built in Python, a closure) the
+repro is the Python call to make, with what the user must supply named in angle brackets.
+"""
 
 from __future__ import annotations
+
+import shlex
+
+from .._settings import DEFAULT_ALPHA
 
 __all__ = ["repro_command"]
 
 
-def repro_command(command: str, sampler: str, options, scenario: str) -> str:
-    """``specdec-check <command> <sampler> --mode M --seed S --scenario NAME`` (plus the backend's
-    options when it is not numpy): the run of one scenario with the same seed and mode."""
+def repro_command(kind, options, scenario: str) -> str:
+    """The command that reruns ``scenario`` of a run of ``kind`` under ``options`` with the same seed."""
     backend = options.backend
-    line = f"specdec-check {command} {sampler} --mode {options.mode.name} --seed {options.seed} --scenario {scenario}"
+    partial = tuple(options.checks) != tuple(kind.checks)
+    if options.sampler_name is not None and options.scenarios_source is not False:
+        words = ["specdec-check", kind.command, options.sampler_name, "--mode", options.mode.name,
+                 "--seed", str(options.seed)]
+        if options.scenarios_source:
+            words += ["--scenarios", options.scenarios_source]
+        words += ["--scenario", scenario]
+        if options.alpha != DEFAULT_ALPHA:
+            words += ["--alpha", repr(options.alpha)]
+        if partial:
+            words += ["--checks", ",".join(options.checks)]
+        if options.strict:
+            words.append("--strict")
+        if backend.name != "numpy":
+            words += ["--backend", backend.name, "--device", str(backend.device), "--dtype", backend.dtype]
+        return shlex.join(words)
+    sampler = options.sampler_name or "<your sampler>"
+    arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={options.mode.name!r}", f"seed={options.seed}"]
+    if options.alpha != DEFAULT_ALPHA:
+        arguments.append(f"alpha={options.alpha!r}")
+    if partial:
+        arguments.append(f"checks={list(options.checks)!r}")
+    if options.strict:
+        arguments.append("strict=True")
     if backend.name != "numpy":
-        line += f" --backend {backend.name} --device {backend.device} --dtype {backend.dtype}"
-    return line
+        arguments.append(f"backend={backend.name!r}, device={backend.device!r}, dtype={backend.dtype!r}")
+    return f"check_{kind.name}({sampler}, {', '.join(arguments)})"

@@ -30,6 +30,21 @@ class ScenarioRun:
         self.stopped = False  # a contract failure or an impossible event ends the scenario
         self.summary = None
 
+    def sampler_call(self, sampler, /, **kwargs):
+        """``sampler(**kwargs)``, with the run's monitor told when the call starts and when it returns or
+        raises an Exception (a BaseException ends the run: no "finished", so a supervisor knows the call)."""
+        monitor = self.options.monitor
+        if monitor is None:
+            return sampler(**kwargs)
+        monitor.call_started(self.scenario.name, self.calls)
+        try:
+            out = sampler(**kwargs)
+        except Exception:
+            monitor.call_finished(self.scenario.name, self.calls)
+            raise
+        monitor.call_finished(self.scenario.name, self.calls)
+        return out
+
     def selected(self, check: str) -> bool:
         """Whether the check named ``check`` was selected (``checks=``)."""
         return check in self.selection
@@ -44,6 +59,10 @@ class ScenarioRun:
 
     def fail(self, check: str, message: str, evidence=None, kind: str = "failure") -> None:
         self.findings.append(Finding(kind, check, self.scenario.name, message, dict(evidence or {}), self.repro))
+
+    def warn(self, check: str, message: str, evidence=None) -> None:
+        """A robustness finding (NaN inputs, degenerate shapes): a warning, or a failure under ``strict``."""
+        self.fail(check, message, evidence, kind="failure" if self.options.strict else "warning")
 
     def record(self, record: TestRecord) -> None:
         self.records.append(record)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
+import zlib
 
 import numpy as np
 
 from .. import stats
+from .._report_rules import PASSING_VERDICTS, verdict_of
 from ._callables import check_sampler, qualified_name
 from ._report import CheckReport
 from ._repro import repro_command
 from ._scenario_run import ScenarioRun
 
-__all__ = ["planned_samples", "run"]
+__all__ = ["achieved_resolution", "evidence_gaps", "planned_samples", "run"]
 
 
 @functools.lru_cache(maxsize=256)  # a battery plans a few distinct (TV, support, alpha) triples
@@ -23,12 +26,64 @@ def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
     return int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
 
 
-def _scenarios(kind, scenarios) -> list:
-    scenarios = kind.default_battery() if scenarios is None else list(scenarios)
-    for s in scenarios:
-        if not isinstance(s, kind.scenario_type):
-            raise TypeError(f"scenarios must be {kind.scenario_type.__name__} objects; got {type(s).__name__}.")
-    return scenarios
+def achieved_resolution(records) -> float | None:
+    """The smallest TV a scenario's law tests could detect with power 0.99, as achieved: the best
+    ``min_detectable_tv`` among its records (law tests only carry one); None without law tests."""
+    values = [r.min_detectable_tv for r in records if r.min_detectable_tv is not None and r.n > 0]
+    return min(values) if values else None
+
+
+def evidence_gaps(summaries, design_tv: float) -> tuple:
+    """``((scenario, reason), ...)`` for scenarios whose law tests did not reach ``design_tv``, or one
+    entry for the whole run when no scenario ran a law test: without them nothing is proven exact."""
+    gaps, any_law = [], False
+    for s in summaries:
+        if s.achieved_tv is None:
+            continue
+        any_law = True
+        if s.achieved_tv > design_tv:
+            gaps.append((s.name, f"its law tests could detect only a TV of {s.achieved_tv:.3g} with power 0.99 "
+                                 f"({s.samples:,} samples over {s.calls:,} calls), short of the mode's design TV "
+                                 f"{design_tv:g}: give it more rows per call, or run --mode thorough"))
+    if not any_law:
+        gaps.append(("(all)", "no law test ran (every law check deselected or every scenario stopped before one): "
+                              "nothing about the output law was tested"))
+    return tuple(gaps)
+
+
+def _load_scenarios(path: str) -> list:
+    from .._settings import resolve_callable
+
+    found = resolve_callable(path, what="scenario list", require_callable=False)
+    found = found() if callable(found) else found
+    try:
+        return list(found)
+    except TypeError:
+        raise TypeError(f"{path!r} is neither a scenario list nor a callable returning one.") from None
+
+
+def _resolves_to(name: str, sampler) -> bool:
+    """Whether ``name`` imports back to ``sampler`` (a closure, a partial or an instance does not)."""
+    import pkgutil
+
+    try:
+        return pkgutil.resolve_name(name) is sampler
+    except Exception:  # noqa: BLE001 - any failure means the name does not reproduce the sampler
+        return False
+
+
+def scenario_seeds(seed: int, names) -> list:
+    """One ``SeedSequence`` per scenario, keyed by the run's seed and the scenario's name (and how many
+    earlier scenarios share that name), not by its position: ``--scenario NAME`` replays the very
+    draws the scenario had in the whole battery."""
+    seen: dict = {}
+    streams = []
+    for name in names:
+        occurrence = seen.get(name, 0)
+        seen[name] = occurrence + 1
+        streams.append(np.random.SeedSequence([int(seed), zlib.crc32(name.encode("utf-8", "surrogatepass")),
+                                               occurrence]))
+    return streams
 
 
 def run(kind, sampler, scenarios, options) -> CheckReport:
@@ -37,34 +92,58 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
 
     Every scenario's statistical tests are planned first, so one alpha ledger splits the run's
     budget over all of them (Bonferroni); each scenario then runs on its own random stream,
-    spawned from the seed in scenario order.
+    spawned from the seed in scenario order. The verdict needs evidence: a run whose scenarios'
+    law tests did not reach the mode's design resolution is inconclusive, never passed.
     """
     check_sampler(sampler, kind.keywords, kind.name)
-    scenarios = _scenarios(kind, scenarios)
+    if isinstance(scenarios, str):  # a MODULE:ATTR path of a scenario list (or of a callable returning one)
+        source, scenarios = scenarios, _load_scenarios(scenarios)
+    else:
+        source = None if scenarios is None else False
+    if options.scenarios_source is None:
+        options = dataclasses.replace(options, scenarios_source=source)
+    name = options.sampler_name or qualified_name(sampler)
+    if options.sampler_name is None:
+        options = dataclasses.replace(options, sampler_name=name if _resolves_to(name, sampler) else None)
+    scenarios, screen = kind.prepare(scenarios, options.checks)
+    for s in scenarios:
+        if not isinstance(s, kind.scenario_type):
+            raise TypeError(f"scenarios must be {kind.scenario_type.__name__} objects; got {type(s).__name__}.")
     plans = [kind.plan(s, options.checks) for s in scenarios]
     ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(p) for p in plans)))
-    name = qualified_name(sampler)
+    backend, monitor = options.backend, options.monitor
+    header = dict(kind=kind.name, sampler=name, mode=options.mode.name, backend=backend.name, device=backend.device,
+                  dtype=backend.dtype, tolerance=float(backend.tolerance), seed=options.seed, alpha=options.alpha,
+                  alpha_per_check=ledger.per_check, design_tv=options.mode.design_tv, checks=tuple(options.checks),
+                  strict=options.strict, screen=screen)
+    if monitor is not None:
+        monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     progress = options.progress
     started = time.perf_counter()
     findings, records, summaries, samples = [], [], [], 0
-    seeds = np.random.SeedSequence(options.seed).spawn(len(scenarios))
+    seeds = scenario_seeds(options.seed, [s.name for s in scenarios])
+    defaults = {id(s) for s in kind.default_battery()}  # those reproduce with --scenario NAME alone
     for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
         if progress is not None:
             progress(i, len(scenarios), scenario.name)
+        repro_options = dataclasses.replace(options, scenarios_source=None) if id(scenario) in defaults else options
         state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]),
-                            repro_command(kind.command, name, options, scenario.name))
+                            repro_command(kind, repro_options, scenario.name))
         kind.run_scenario(state, sampler)
         findings += state.findings
         records += state.records
-        summaries.append(state.summary)
+        summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))
         samples += state.samples
+        if monitor is not None:
+            monitor.scenario_finished(i, [f.to_dict() for f in state.findings], [r.to_dict() for r in state.records],
+                                      summaries[-1].to_dict())
     if progress is not None:
         progress(len(scenarios), len(scenarios), "done")
-    backend = options.backend
+    gaps = evidence_gaps(summaries, options.mode.design_tv)
+    resolved = [s.achieved_tv for s in summaries if s.achieved_tv is not None]
+    verdict = verdict_of((f.kind for f in findings), inconclusive=bool(gaps))
     return CheckReport(
-        kind=kind.name, sampler=name, passed=not any(f.kind == "failure" for f in findings),
-        findings=tuple(findings), results=tuple(records), scenarios=tuple(summaries), mode=options.mode.name,
-        backend=backend.name, device=backend.device, dtype=backend.dtype, tolerance=float(backend.tolerance),
-        seed=options.seed, alpha=options.alpha, alpha_per_check=ledger.per_check, samples_used=int(samples),
-        elapsed_s=time.perf_counter() - started, design_tv=options.mode.design_tv, checks=tuple(options.checks),
+        **header, passed=verdict in PASSING_VERDICTS, findings=tuple(findings), results=tuple(records),
+        scenarios=tuple(summaries), samples_used=int(samples), elapsed_s=time.perf_counter() - started,
+        inconclusive=gaps, achieved_tv=max(resolved) if resolved else None,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["arange_like", "as_int64", "bincount", "flatnonzero", "is_host", "maximum"]
+__all__ = ["arange_like", "as_int64", "bincount", "concat", "flatnonzero", "is_host", "maximum"]
 
 
 def is_host(array) -> bool:
@@ -20,6 +20,15 @@ def is_host(array) -> bool:
 def flatnonzero(mask):
     """Indices of the True entries of a 1-d mask."""
     return np.flatnonzero(mask) if is_host(mask) else mask.nonzero()[:, 0]
+
+
+def concat(arrays: list):
+    """Arrays (all numpy or all torch on one device) joined along their first axis."""
+    if is_host(arrays[0]):
+        return np.concatenate(arrays)
+    import torch
+
+    return torch.cat(arrays)
 
 
 def maximum(a, b):

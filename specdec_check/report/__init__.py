@@ -8,7 +8,7 @@ The files of a report are one unit (:mod:`._commit`): they are rendered first an
 appear together, so no reader ever sees ``report.json`` of one run beside ``report.html``
 of another. A report folder names its run (:class:`RunIdentity`); a run replaces only its
 own report unless forced. Every string from the report is shown with its control
-characters escaped (:mod:`._escape`), and a saved report is re-read with bounded size and
+characters escaped (:mod:`specdec_check._escape`), and a saved report is re-read with bounded size and
 nesting, from regular files only, and with ``passed`` re-checked against the findings.
 
 Verdicts and exit status (``VERDICT_EXIT_STATUS``): 0 passed or inefficient, 1 failed,
@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ._commit import commit_report_files
-from ._escape import escaped, one_line, printable
+from .._escape import escaped, one_line, printable
 from ._folder import ReportConflictError, ReportDirError, inspect_folder, prepare_report_dir, real_target
 from ._html import render_html
 from ._identity import RunIdentity, default_report_dir

@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page (inline CSS, data: URI images, no scripts, no network).
 
 Every string that comes from the report (sampler name, scenario names, messages,
-evidence, repro commands) has its control characters made visible (:mod:`._escape`) and
+evidence, repro commands) has its control characters made visible (:mod:`specdec_check._escape`) and
 then goes through :func:`html.escape`. Rendering is linear in the size of the report:
 names in figures are cut short (:mod:`._plots`), so a megabyte-long scenario name costs
 milliseconds, not the minutes matplotlib would spend laying it out. A Content-Security-Policy
@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ._escape import one_line, printable
+from .._escape import one_line, printable
 from ._summary import (
     check_rows,
     efficiency_rows,

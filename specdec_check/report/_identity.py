@@ -64,7 +64,7 @@ class RunIdentity:
 
     def describe(self) -> str:
         """One line for messages, control characters escaped and long names cut."""
-        from ._escape import clip, one_line
+        from .._escape import clip, one_line
 
         return (f"{self.kind} {clip(one_line(self.sampler), 200)}, mode {clip(one_line(self.mode), 40)}, "
                 f"seed {self.seed}, backend {clip(one_line(self.backend), 40)}")

@@ -1,7 +1,7 @@
 """``report.md``: GitHub-flavoured Markdown rendered from ``CheckReport.to_dict()``.
 
 Every string from the report is escaped twice over: control characters become visible
-escapes (:mod:`._escape`), then Markdown and HTML syntax is neutralised. Rendering is
+escapes (:mod:`specdec_check._escape`), then Markdown and HTML syntax is neutralised. Rendering is
 linear in the size of the report.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ._escape import one_line
+from .._escape import one_line
 from ._summary import (
     check_rows,
     efficiency_rows,

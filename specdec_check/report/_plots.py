@@ -49,7 +49,7 @@ CI_LEVEL = 0.99
 
 def _label(value, limit: int = LABEL_LIMIT) -> str:
     """A name as drawn: one line, control characters escaped, ``$`` literal, at most ``limit`` characters."""
-    from ._escape import one_line
+    from .._escape import one_line
 
     text = one_line(value)
     if len(text) > limit:
@@ -59,7 +59,7 @@ def _label(value, limit: int = LABEL_LIMIT) -> str:
 
 def _clip_name(value) -> str:
     """A name for an HTML figure title (escaped by the page, so ``$`` stays as it is)."""
-    from ._escape import clip, one_line
+    from .._escape import clip, one_line
 
     return clip(one_line(value), 120)
 

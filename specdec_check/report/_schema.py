@@ -91,7 +91,7 @@ def _same(a, b) -> bool:
 
 
 def _short(value, limit: int = 60) -> str:
-    from ._escape import clip, one_line
+    from .._escape import clip, one_line
 
     return clip(one_line(repr(value)), limit)
 
@@ -119,8 +119,8 @@ def validate_report(data) -> dict:
     violation of the shipped JSON Schema, or a ``passed`` flag that contradicts the verdict
     and the findings (see :mod:`specdec_check.report._verdict`).
     """
-    from ..checker._report import REPORT_VERSION
-    from ._escape import clip, one_line
+    from .._report_rules import REPORT_VERSION
+    from .._escape import clip, one_line
     from ._verdict import check_verdict
 
     if not isinstance(data, dict):

@@ -1,6 +1,6 @@
 """Plain-text verdict table for terminals.
 
-Every string from the report goes through :func:`._escape.one_line`: an escape sequence in
+Every string from the report goes through :func:`specdec_check._escape.one_line`: an escape sequence in
 a scenario name or a message is printed as visible text, never sent to the terminal.
 Names are cut at :data:`NAME_LIMIT` characters (the report files keep them whole), so a
 huge name cannot flood the terminal or widen every row of the table.
@@ -8,7 +8,7 @@ huge name cannot flood the terminal or widen every row of the table.
 
 from __future__ import annotations
 
-from ._escape import clip, one_line
+from .._escape import clip, one_line
 from ._summary import check_rows, fmt_count, fmt_num, fmt_p, headline, verdict_of
 
 __all__ = ["render_text"]
@@ -54,5 +54,10 @@ def render_text(data: dict) -> str:
                      f"{clip(one_line(f.get('message', '')), MESSAGE_LIMIT)}")
         if f.get("repro"):
             lines.append(f"    repro: {clip(one_line(f['repro']), MESSAGE_LIMIT)}")
+    if data.get("achieved_tv") is not None:
+        lines += ["", f"resolution: every scenario's law tests could detect a TV of {fmt_num(data['achieved_tv'])} with "
+                      f"power 0.99 (design {fmt_num(data.get('design_tv'))})"]
+    for gap in data.get("inconclusive") or []:
+        lines.append(f"[inconclusive] {_name(gap.get('scenario', ''))}: {clip(one_line(gap.get('reason', '')), MESSAGE_LIMIT)}")
     lines += ["", f"verdict: {_name(verdict).upper()}"]
     return "\n".join(lines)

@@ -19,20 +19,7 @@ __all__ = [
     "expected_passed",
 ]
 
-#: Every verdict a report may carry.
-VERDICTS = ("passed", "inefficient", "failed", "inconclusive", "interrupted")
-
-#: The verdicts under which ``passed`` may be true.
-PASSING_VERDICTS = ("passed", "inefficient")
-
-#: Every kind of finding: only ``"failure"`` fails a report.
-FINDING_KINDS = ("failure", "inefficiency", "warning", "nonstandard")
-
-#: Exit status of ``specdec-check report`` (and of a run) for each verdict: 0 passed or
-#: inefficient, 1 failed, 4 inconclusive (not enough evidence to say), and 1 for an
-#: interrupted run (its partial report proves nothing; 1 is the status of "not passed"
-#: that every CI treats as a failure).
-VERDICT_EXIT_STATUS = {"passed": 0, "inefficient": 0, "failed": 1, "inconclusive": 4, "interrupted": 1}
+from .._report_rules import FINDING_KINDS, PASSING_VERDICTS, VERDICT_EXIT_STATUS, VERDICTS
 
 
 def expected_passed(verdict, findings) -> bool:

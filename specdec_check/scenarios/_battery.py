@@ -7,6 +7,8 @@ shape that peers' tests miss (../research/peers.md, section 9).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..models import HashedMarkovModel, MarkovModel, mix
@@ -95,7 +97,14 @@ def default_verifier_battery() -> list:
 
     The first is the structural :class:`~specdec_check.scenarios.VerifierScreen` (16 rows, impossible
     events only), so gross bugs are named after a row or two; the statistical scenarios follow.
+    The scenario objects are built once per process (they are immutable and cache their law
+    tables), so a scenario taken from this list is recognised as the default one by identity.
     """
+    return list(_verifier_battery())
+
+
+@functools.lru_cache(maxsize=1)
+def _verifier_battery() -> tuple:
     corpus_target, corpus_draft = corpus_bigram(0.5)
     large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
     large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
@@ -121,9 +130,9 @@ def default_verifier_battery() -> list:
         target, draft = markov_pair(kind, vocab_size=vocab, order=order, seed=i)
         battery.append(VerifierScenario(name, target, draft, gamma, rows, seed=i,
                                         description=f"{kind}, V={vocab}, order {order}"))
-    battery.append(VerifierScenario("large-vocabulary", large_target, large_draft, 2, 16, seed=99,
+    battery.append(VerifierScenario("large-vocabulary", large_target, large_draft, 2, 64, seed=99,
                                     description="hashed order-1 Zipf model, V=32,000 (per-row tests only)"))
-    return battery
+    return tuple(battery)
 
 
 def _sharp_pair(*, seed):
@@ -134,13 +143,19 @@ def _sharp_pair(*, seed):
 
 
 def default_generator_battery() -> list:
-    """The checker's default decode-loop scenarios (joint law where enumerable, marginals otherwise)."""
+    """The checker's default decode-loop scenarios (joint law where enumerable, marginals otherwise),
+    built once per process like :func:`default_verifier_battery`."""
+    return list(_generator_battery())
+
+
+@functools.lru_cache(maxsize=1)
+def _generator_battery() -> tuple:
     corpus_target, corpus_draft = corpus_bigram(0.5)
     small_target, small_draft = markov_pair("low-acceptance", vocab_size=5, order=1, seed=11)
     order2_target, order2_draft = markov_pair("high-acceptance", vocab_size=7, order=2, seed=12)
     prompts_small = np.array([[-1, -1], [-1, 3], [2, 4]])
     sharp_target, sharp_draft = _sharp_pair(seed=13)
-    return [
+    return (
         GeneratorScenario("high-acceptance-joint", sharp_target, sharp_draft, 2, 6, np.array([[-1], [1]]),
                           description="V=4 order 1, joint law of 6 tokens; peaked target, draft 0.95 target + 0.05 noise"),
         GeneratorScenario("small-joint", small_target, small_draft, 2, 4, prompts_small,
@@ -150,4 +165,4 @@ def default_generator_battery() -> list:
         GeneratorScenario("corpus-marginals", corpus_target, corpus_draft, 2, 8,
                           np.array([[-1, -1, -1], [15, 11, 0], [-1, 0, 1]]),
                           description="corpus bigram w=0.5, per-position and adjacent-pair laws of 8 tokens"),
-    ]
+    )

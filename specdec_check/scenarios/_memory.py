@@ -39,3 +39,4 @@ def populated_empty(shape, dtype=np.float64) -> np.ndarray:
     except (OSError, ValueError):
         return np.empty(shape, dtype)
     return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+

@@ -9,18 +9,20 @@ from ._identity import IdentityTestResult, identity_pvalues, identity_test, supp
 from ._ledger import AlphaBudgetExceeded, AlphaLedger
 from ._pit import UniformityTestResult, pit_support_violations, pit_test, randomized_pit
 from ._poisson_binomial import PoissonBinomialResult, poisson_binomial_pmf, poisson_binomial_test
-from ._power import min_detectable_tv, samples_for
+from ._power import Detectability, detectability, min_detectable_tv, samples_for
 from ._sequential import SequentialIdentityTest, SequentialTestResult
-from ._tv import expected_null_tv, tv_deviation_radius, tv_distance, tv_upper_bound
+from ._tv import expected_null_tv, tv_deviation_radius, tv_distance, tv_plugin_radius, tv_upper_bound
 
 __all__ = sorted([
     "AlphaBudgetExceeded",
     "AlphaLedger",
+    "Detectability",
     "IdentityTestResult",
     "PoissonBinomialResult",
     "SequentialIdentityTest",
     "SequentialTestResult",
     "UniformityTestResult",
+    "detectability",
     "expected_null_tv",
     "identity_pvalues",
     "identity_test",
@@ -34,5 +36,6 @@ __all__ = sorted([
     "support_violations",
     "tv_deviation_radius",
     "tv_distance",
+    "tv_plugin_radius",
     "tv_upper_bound",
 ])

@@ -8,29 +8,35 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ._lattice import g_terms, lattice_law
-from ._pooling import DEFAULT_MAX_BINS, pool, sorted_order
+from . import _lattice
+from ._pooling import DEFAULT_MAX_BINS, DEFAULT_MIN_EXPECTED, pool, sorted_order
+from ._power import _detect, _poisson_at_mean, route_for, vv_weights
 from ._results import TestResultMixin
-from ._power import _mdtv_bins, _poisson_at_mean
-from ._tv import _expected_null_tv, _tv, tv_deviation_radius
+from ._tv import _expected_null_tv, _tv, _tv_radius
 from ._validation import _alpha_iv, _counts_iv, _probs_iv
 
-__all__ = ["IdentityTestResult", "identity_pvalues", "identity_test", "support_violations"]
+__all__ = ["IdentityTestResult", "identity_pvalues", "identity_test", "support_violations", "vv_weights"]
 
-N_PARTS = 3  # Bonferroni split of alpha: G, weighted G, max-cell
+N_PARTS = 2  # Bonferroni split of alpha: global (weighted unbiased chi-square), max-cell
+_CHUNK = 1 << 21  # cells per chunk of rows in identity_pvalues (keeps int64 temporaries ~16 MiB)
 _ORDER_CACHE: "OrderedDict[bytes, np.ndarray]" = OrderedDict()
-
-
 
 
 @dataclass(frozen=True)
 class IdentityTestResult(TestResultMixin):
     """Result of :func:`identity_test`.
 
-    ``statistic`` is the G statistic of the pooled bins (0 if not computed);
-    ``pvalue`` a valid (conservative) p-value of the union "G or max-cell";
-    ``bins`` the number of pooled bins; ``worst_cells`` up to five standardised
-    residuals ``(O - E) / sqrt(E)`` on the original outcome indices.
+    ``statistic`` is the weighted bias-corrected chi-square ``Z_w`` of the pooled bins
+    (0 if not computed); ``pvalue`` a valid (conservative) p-value of the union
+    "global or max-cell"; ``bins`` the number of pooled bins; ``worst_cells`` up to
+    five standardised residuals ``(O - E) / sqrt(E)`` on the original outcome indices.
+    ``min_detectable_tv`` is the TV this run (its ``n``, bins and ``alpha``) detects
+    with power 0.99 (:func:`specdec_check.stats.detectability`), of which
+    ``hidden_tv`` is what pooling can hide; ``tv_upper`` a certified bound on the TV
+    at confidence ``1 - alpha``.  ``calibration`` says how the global part's null law
+    was obtained (``conditional``: exact fixed-n law; ``penalized``: exact Poisson
+    law divided by ``P(T = n)``; ``poisson``: exact law of a Poissonized sample size).
+    ``pvalue_weighted`` repeats ``pvalue_global`` (kept for compatibility).
     """
 
     statistic: float
@@ -48,7 +54,8 @@ class IdentityTestResult(TestResultMixin):
     pvalue_global: float = 1.0
     pvalue_maxcell: float = 1.0
     pvalue_weighted: float = 1.0
-
+    hidden_tv: float = 0.0
+    calibration: str = ""
 
 
 def support_violations(counts, probs):
@@ -58,17 +65,24 @@ def support_violations(counts, probs):
     return np.flatnonzero((counts > 0) & (probs == 0))
 
 
-def _identity_test_iv(counts, probs, alpha, min_expected):
-    probs = _probs_iv(probs)
-    counts = _counts_iv(counts, len(probs))
-    alpha = _alpha_iv(alpha)
+def _options_iv(min_expected, poisson_mean, conditional):
     try:
         min_expected = float(min_expected)
     except (TypeError, ValueError):
         raise ValueError(f"`min_expected` must be a positive number; got {min_expected!r}.") from None
     if not (min_expected > 0 and np.isfinite(min_expected)):
         raise ValueError(f"`min_expected` must be a positive number; got {min_expected!r}.")
-    return counts, probs, alpha, min_expected
+    if poisson_mean is not None:
+        try:
+            poisson_mean = float(poisson_mean)
+        except (TypeError, ValueError):
+            raise ValueError(f"`poisson_mean` must be a positive number; got {poisson_mean!r}.") from None
+        if not (poisson_mean > 0 and np.isfinite(poisson_mean)):
+            raise ValueError(f"`poisson_mean` must be a positive number (the mean of the Poisson law the "
+                             f"sample size was drawn from); got {poisson_mean!r}.")
+    if conditional not in ("auto", True, False):
+        raise ValueError(f"`conditional` must be 'auto', True or False; got {conditional!r}.")
+    return min_expected, poisson_mean
 
 
 def _order(probs):
@@ -95,133 +109,172 @@ def _worst_cells(counts, probs, n, m=5):
                   "expected": float(mu[pos[j]]), "residual": float(r[j])} for j in top)
 
 
-def _pooled_pvalues(obs, bin_probs, n):
-    """Vectorised core: rows of pooled counts ``obs [R, B]`` (each summing to ``n``).
+@dataclass(frozen=True)
+class _Calibrated:
+    table: object
+    law: object
+    route: str
+    divisor: float
 
-    Returns ``(G, p_global, p_maxcell, pvalue)`` arrays of length R.
+
+def _calibrate(bin_probs, n, poisson_mean, conditional):
+    """Tables and exact null law of the global part for bins ``bin_probs`` (cached in _lattice)."""
+    scale = poisson_mean if poisson_mean is not None else n
+    table = _lattice.z_table(scale * bin_probs, vv_weights(bin_probs))
+    route = route_for(table, n, "poisson" if poisson_mean is not None else "fixed", conditional)
+    if route == "conditional":
+        return _Calibrated(table, _lattice.conditional_law(table, n), route, 1.0)
+    if route == "chernoff":
+        return _Calibrated(table, _lattice.chernoff_conditional_law(table, n), route, 1.0)
+    divisor = _poisson_at_mean(n) if route == "penalized" else 1.0
+    return _Calibrated(table, _lattice.poisson_law(table), route, divisor)
+
+
+def _pooled_pvalues(obs, bin_probs, n, cal, poisson_mean=None, with_statistic=True):
+    """Vectorised core on rows of pooled counts ``obs [R, B]``.
+
+    Returns ``(Z_w, p_global, p_maxcell, pvalue)`` arrays of length R (``Z_w`` None
+    unless ``with_statistic``).
     """
     B = len(bin_probs)
-    mu = n * bin_probs
-    G = g_terms(obs, mu).sum(axis=-1)
-    pin = _poisson_at_mean(n)
-    law = lattice_law(mu)
-    p_global = np.minimum(1.0, law.sf(law.index_of(obs)) / pin)
-    wlaw = lattice_law(mu, vv_weights(bin_probs))
-    p_weighted = np.minimum(1.0, wlaw.sf(wlaw.index_of(obs)) / pin)
+    Z = cal.table.statistic(obs) if with_statistic else None
+    p_global = np.minimum(1.0, cal.law.sf(cal.table.index_of(obs)) / cal.divisor)
+    p_max = np.minimum(1.0, 2.0 * B * _min_cell_tail(obs, bin_probs, n, poisson_mean))
+    pvalue = np.minimum(1.0, N_PARTS * np.minimum(p_global, p_max))
+    return Z, p_global, p_max, pvalue
+
+
+def _min_cell_tail(obs, bin_probs, n, poisson_mean):
+    """``min_b min(P(N_b >= obs_b), P(N_b <= obs_b))`` per row, exact binomial (fixed n) or Poisson
+    tails; evaluated once per bin and count in the observed range (rows share the tables)."""
     bp = np.minimum(bin_probs, 1.0)
-    upper = stats.binom.sf(obs - 1, n, bp)
-    lower = stats.binom.cdf(obs, n, bp)
-    p_max = np.minimum(1.0, 2.0 * B * np.min(np.minimum(upper, lower), axis=-1))
-    pvalue = np.minimum(1.0, N_PARTS * np.minimum(np.minimum(p_global, p_weighted), p_max))
-    return G, p_global, p_weighted, p_max, pvalue
+    lo, hi = obs.min(axis=0), obs.max(axis=0)
+    lens = hi - lo + 1
+    start = np.r_[0, np.cumsum(lens)[:-1]]
+    b = np.repeat(np.arange(len(bp)), lens)
+    x = np.repeat(lo, lens) + np.arange(lens.sum()) - np.repeat(start, lens)
+    if poisson_mean is None:  # exact binomial marginals of the multinomial
+        tail = np.minimum(stats.binom.sf(x - 1, n, bp[b]), stats.binom.cdf(x, n, bp[b]))
+    else:                     # independent Poisson bins
+        tail = np.minimum(stats.poisson.sf(x - 1, poisson_mean * bp[b]), stats.poisson.cdf(x, poisson_mean * bp[b]))
+    return tail[start[None, :] + obs - lo[None, :]].min(axis=-1)
 
 
-def vv_weights(bin_probs):
-    """Valiant & Valiant 2014 weighting relative to Pearson/G: ``(P_b / max P)^(1/3)``.
+def identity_pvalues(counts, probs, *, min_expected=DEFAULT_MIN_EXPECTED, max_bins=DEFAULT_MAX_BINS,
+                     poisson_mean=None, conditional="auto"):
+    """P-values of :func:`identity_test` for many rows of counts at once.
 
-    Their instance-optimal statistic weights ``(N - mu)^2 - N`` by ``p^(-2/3) =
-    p^(1/3) / p``, i.e. Pearson's ``1/p`` times ``p^(1/3)``; applied to the per-bin
-    G terms this down-weights the many light bins of skewed (vocabulary-like) laws.
-    """
-    return (bin_probs / bin_probs.max()) ** (1.0 / 3.0)
-
-
-def identity_pvalues(counts, probs, *, min_expected=5.0, max_bins=DEFAULT_MAX_BINS):
-    """P-values of :func:`identity_test` for many rows of counts at once (same ``n`` per row).
-
-    ``counts`` is ``[R, k]``; used for calibration and power simulations.  Support
-    violations give p-value 0.  Returns a float array of length R.
+    ``counts`` is ``[R, k]``; all rows must have the same total ``n`` (fixed-n) unless
+    ``poisson_mean`` is given (then totals may differ; see :func:`identity_test`).
+    Used for calibration and power simulations.  Support violations give p-value 0.
     """
     probs = _probs_iv(probs)
+    min_expected, poisson_mean = _options_iv(min_expected, poisson_mean, conditional)
     counts = np.asarray(counts)
     if counts.ndim != 2 or counts.shape[1] != len(probs):
         raise ValueError(f"`counts` must be 2-d [runs, {len(probs)}]; got shape {counts.shape}.")
     n_all = counts.sum(axis=1)
-    if len(n_all) and np.any(n_all != n_all[0]):
-        raise ValueError("all rows of `counts` must have the same total n.")
-    n = int(n_all[0]) if len(n_all) else 0
+    if poisson_mean is None and len(n_all) and np.any(n_all != n_all[0]):
+        raise ValueError("all rows of `counts` must have the same total n (or give `poisson_mean`).")
     viol = ((counts > 0) & (probs == 0)[None, :]).any(axis=1)
-    if n == 0:
+    n = int(n_all[0]) if len(n_all) else 0
+    if poisson_mean is None and n == 0:
         return np.where(viol, 0.0, 1.0)
-    pl = pool(probs, n, min_expected=min_expected, max_bins=max_bins, order=_order(probs))
+    size = poisson_mean if poisson_mean is not None else n
+    pl = pool(probs, size, min_expected=min_expected, max_bins=max_bins, order=_order(probs))
     if pl.nbins < 2:
         return np.where(viol, 0.0, 1.0)
-    # bins are consecutive runs of the sorted order (bin ids are nondecreasing)
-    starts = np.flatnonzero(np.r_[True, np.diff(pl.bin_of_sorted) != 0])
-    obs = np.add.reduceat(counts[:, pl.order], starts, axis=1).astype(np.int64)
-    p = _pooled_pvalues(obs, pl.bin_probs, n)[-1]
+    cal = _calibrate(pl.bin_probs, n, poisson_mean, conditional)
+    p = np.empty(len(counts))
+    step = max(1, _CHUNK // max(1, counts.shape[1]))
+    starts = pl.bin_starts()
+    for r in range(0, len(counts), step):  # rows in chunks: the temporaries stay ~_CHUNK cells
+        obs = np.add.reduceat(counts[r:r + step][:, pl.order], starts, axis=1).astype(np.int64)
+        p[r:r + step] = _pooled_pvalues(obs, pl.bin_probs, n, cal, poisson_mean, with_statistic=False)[-1]
     return np.where(viol, 0.0, p)
 
 
-def identity_test(counts, probs, *, alpha, min_expected=5.0, poissonized=False,
-                  max_bins=DEFAULT_MAX_BINS):
+def identity_test(counts, probs, *, alpha, min_expected=DEFAULT_MIN_EXPECTED, poissonized=False,
+                  max_bins=DEFAULT_MAX_BINS, poisson_mean=None, conditional="auto"):
     """Test ``H0: counts ~ Multinomial(n, probs)`` with exact, conservative calibration.
 
-    Procedure (statistics.md sections 1.3, 1.4, 8):
+    Procedure (statistics.md sections 1.2-1.4, 8):
 
     1. Support check: any count on an outcome with ``probs == 0`` => ``pvalue = 0``.
-    2. Pool outcomes on *expected* counts only (``n * probs``; singletons when
-       ``>= max(min_expected, n / max_bins)``, the rest grouped consecutively in
-       decreasing-probability order).
-    3. Global parts: the G statistic (likelihood ratio; Read & Cressie 1988) of
-       the pooled bins, and the same with per-bin weights ``(P_b / max P)^(1/3)``
-       (the Valiant & Valiant 2014 ``p^(-2/3)`` weighting relative to Pearson, which
-       keeps power on skewed laws whose many light bins carry little signal).
-       Each is rounded on a fine lattice; its exact null law for *independent
-       Poisson* bins is computed by FFT convolution with every truncation moved to
-       the rejecting side (Perkins, Tygert & Ward 2011).  Fixed-n data are
-       multinomial = Poisson conditioned on the total, so
-       ``P_mult(A) = P_Pois(A | T = n) <= P_Pois(A) / P(T = n)``
-       (Mitzenmacher & Upfal 2005, Thm 5.7 argument); the global p-value is the
-       Poisson tail divided by ``P(Poisson(n) = n) ~ 1/sqrt(2 pi n)``: provably
-       valid for fixed-n counts at any alpha, with no asymptotic chi-square.
-    4. Max-cell part: exact binomial tails of every pooled bin, two-sided,
+    2. Pool outcomes on *expected* counts only: singletons when ``n p_i >=
+       min_expected``, the light tail grouped consecutively in decreasing-probability
+       order into bins of about ``min_expected`` (no cap on the number of bins).
+    3. Global part: the bias-corrected chi-square of Acharya, Daskalakis & Kamath
+       (2015, arXiv:1507.05952) ``sum_b w_b ((N_b - mu_b)^2 - N_b) / mu_b`` with the
+       Valiant & Valiant (2014) weights ``w_b = (P_b / max P)^(1/3)`` (minimax over the
+       TV ball; 1 for a uniform law), each term truncated far out at ``TAU``.  Its
+       exact null law is computed on a lattice with every truncation moved to the
+       rejecting side (Perkins, Tygert & Ward 2011; :mod:`._lattice`):
+       - fixed ``n`` (default): the exact conditional law given the total
+         (``conditional="auto"`` while it is cheap, ``True`` to force it); otherwise
+         the smaller of two valid bounds of that law: a Chernoff bound with the
+         exact conditional moment generating function, and the Poisson law divided
+         by ``P(Poisson(n) = n) ~ 1 / sqrt(2 pi n)`` (``P(A | T = n) <= P(A) / P(T = n)``,
+         Mitzenmacher & Upfal 2005, Thm 5.7; alone when ``conditional=False`` or
+         when even the Chernoff bound is too costly);
+       - ``poisson_mean=lam``: the sample size was drawn from ``Poisson(lam)``
+         independently of the samples, so the bins are independent Poisson counts and
+         the exact Poisson law applies directly (no penalty).
+    4. Max-cell part: exact binomial (Poisson) tails of every pooled bin, two-sided,
        Bonferroni over bins.
-    5. ``pvalue = min(1, 3 min(p_global, p_weighted, p_maxcell))`` (alpha split in thirds).
+    5. ``pvalue = min(1, 2 min(p_global, p_maxcell))`` (alpha split in halves).
 
-    Both parts condition on the observed total, so the test is valid whether the
-    sample size was fixed or Poissonized; ``poissonized`` is only recorded in
-    ``method``.  ``tv_upper`` is a certified bound at confidence ``1 - alpha``
-    (Weissman et al. 2003 / McDiarmid, see :func:`tv_upper_bound`);
-    ``min_detectable_tv`` is from :func:`min_detectable_tv` at power 0.99.
+    ``tv_upper`` is a certified bound at confidence ``1 - alpha`` (see
+    :func:`tv_upper_bound`); ``min_detectable_tv`` is the achieved detectable TV at
+    power 0.99 of this very run (:func:`detectability`).  ``poissonized`` without
+    ``poisson_mean`` is only recorded in ``method``.
     """
-    counts, probs, alpha, min_expected = _identity_test_iv(counts, probs, alpha, min_expected)
+    probs = _probs_iv(probs)
+    counts = _counts_iv(counts, len(probs))
+    alpha = _alpha_iv(alpha)
+    min_expected, poisson_mean = _options_iv(min_expected, poisson_mean, conditional)
     k = len(probs)
     n = int(counts.sum())
-    sampling = "Poissonized" if poissonized else "fixed-n"
+    sampling = "Poissonized" if (poissonized or poisson_mean is not None) else "fixed-n"
     viol = np.flatnonzero((counts > 0) & (probs == 0))
+    tv_plug = _tv(counts, probs)
+    tv_null = _expected_null_tv(probs, n)
     if len(viol):
         return IdentityTestResult(
             statistic=float("inf"), pvalue=0.0, alpha=alpha, n=n, bins=0,
             method=f"support violation: {len(viol)} outcome(s) with probability 0 observed "
                    f"(first: index {int(viol[0])}, count {int(counts[viol[0]])})",
             support_violations=tuple(int(i) for i in viol[:1000]),
-            worst_cells=(), tv_plugin=_tv(counts, probs), tv_null_mean=_expected_null_tv(probs, n),
+            worst_cells=(), tv_plugin=tv_plug, tv_null_mean=tv_null,
             tv_upper=1.0, min_detectable_tv=1.0, pvalue_global=0.0, pvalue_maxcell=0.0, pvalue_weighted=0.0)
-    tv_plug = _tv(counts, probs)
-    tv_null = _expected_null_tv(probs, n)
-    tv_up = float(min(1.0, tv_plug + tv_deviation_radius(n, k, alpha)))
-    if n == 0:
+    tv_up = float(min(1.0, tv_plug + _tv_radius(n, k, alpha)))
+    if n == 0 and poisson_mean is None:
         return IdentityTestResult(0.0, 1.0, alpha, 0, 0, "no observations (n = 0)", (), (),
                                   0.0, 0.0, 1.0, 1.0)
-    pl = pool(probs, n, min_expected=min_expected, max_bins=max_bins, order=_order(probs))
+    size = poisson_mean if poisson_mean is not None else n
+    pl = pool(probs, size, min_expected=min_expected, max_bins=max_bins, order=_order(probs))
     B = pl.nbins
-    worst = _worst_cells(counts, probs, n)
+    worst = _worst_cells(counts, probs, n) if n > 0 else ()
     if B < 2:
         return IdentityTestResult(0.0, 1.0, alpha, n, B,
                                   f"not testable: all mass pools into one bin at n={n} ({sampling})",
                                   (), worst, tv_plug, tv_null, tv_up, 1.0)
     obs = pl.bin_counts(counts)
-    G, p_global, p_weighted, p_max, pvalue = (float(a[0]) for a in _pooled_pvalues(obs[None, :], pl.bin_probs, n))
-    bp = np.minimum(pl.bin_probs, 1.0)
-    v = float(np.max(bp * (1 - bp)))
-    mdtv = _mdtv_bins(n, B, v, alpha, 0.99)
-    method = (f"pooled G + Valiant-Valiant-weighted G (exact Poisson lattice laws, conditioned on n) "
-              f"+ max-cell exact binomial, alpha split in thirds, {B} bins pooled on expected counts "
-              f"(smallest bin expects {float(n * pl.bin_probs.min()):.3g}), "
-              f"{sampling} counts")
+    cal = _calibrate(pl.bin_probs, n, poisson_mean, conditional)
+    Z, p_global, p_max, pvalue = (float(a[0]) for a in
+                                  _pooled_pvalues(obs[None, :], pl.bin_probs, n, cal, poisson_mean))
+    det = _detect(pl, int(round(size)), alpha, 0.99, "poisson" if poisson_mean is not None else "fixed",
+                  conditional)
+    how = {"conditional": "exact fixed-n (conditional) lattice law",
+           "chernoff": "min of a Chernoff bound on the exact fixed-n law and the Poisson law / P(T = n)",
+           "penalized": "exact Poisson lattice law / P(T = n)",
+           "poisson": f"exact Poisson lattice law (Poissonized, mean {size:g})"}[cal.route]
+    method = (f"Valiant-Valiant-weighted unbiased chi-square ({how}) + max-cell exact "
+              f"{'binomial' if poisson_mean is None else 'Poisson'}, alpha split in halves, "
+              f"{B} bins pooled on expected counts (smallest bin expects {float(size * pl.bin_probs.min()):.3g}, "
+              f"pooling hides at most TV {pl.hidden_mass:.3g}), {sampling} counts")
     return IdentityTestResult(
-        statistic=G, pvalue=pvalue, alpha=alpha, n=n, bins=B, method=method,
+        statistic=Z, pvalue=pvalue, alpha=alpha, n=n, bins=B, method=method,
         support_violations=(), worst_cells=worst, tv_plugin=tv_plug, tv_null_mean=tv_null,
-        tv_upper=tv_up, min_detectable_tv=mdtv, pvalue_global=p_global, pvalue_maxcell=p_max,
-        pvalue_weighted=p_weighted)
+        tv_upper=tv_up, min_detectable_tv=float(det.min_detectable_tv), pvalue_global=p_global,
+        pvalue_maxcell=p_max, pvalue_weighted=p_global, hidden_tv=float(pl.hidden_mass), calibration=cal.route)

@@ -6,7 +6,7 @@ from scipy import special
 
 from ._validation import _alpha_iv, _counts_iv, _positive_int_iv, _probs_iv
 
-__all__ = ["tv_distance", "expected_null_tv", "tv_upper_bound", "tv_deviation_radius"]
+__all__ = ["tv_distance", "expected_null_tv", "tv_upper_bound", "tv_deviation_radius", "tv_plugin_radius"]
 
 
 def tv_distance(counts, probs):
@@ -73,17 +73,45 @@ def tv_deviation_radius(n, k, delta):
     return float(min(1.0, weissman, mcdiarmid))
 
 
+def tv_plugin_radius(n, delta):
+    """Dimension-free radius ``sqrt(ln(1/delta) / (2 n))`` of the plug-in TV against a known law.
+
+    For ``n`` i.i.d. draws from any law ``q`` and any fixed ``p``, the plug-in
+    ``TV(q_hat, p)`` has bounded differences ``1/n`` (moving one draw moves ``1/n``
+    of mass), so McDiarmid's inequality gives ``TV(q_hat, p) >= E TV(q_hat, p) - r``
+    with probability ``>= 1 - delta``; and ``E TV(q_hat, p) >= TV(E q_hat, p) =
+    TV(q, p)`` by convexity (Jensen).  Hence ``TV(q, p) <= TV(q_hat, p) + r``.
+    It never exceeds :func:`tv_deviation_radius` (which bounds ``TV(q_hat, q)``, a
+    harder quantity), and does not grow with the support size.
+    """
+    if n <= 0:
+        return 1.0
+    return float(min(1.0, np.sqrt(np.log(1.0 / delta) / (2.0 * n))))
+
+
+def _tv_radius(n, k, delta):
+    """The smaller of the two radii (both deterministic, so the bound keeps confidence ``1 - delta``)."""
+    return min(tv_deviation_radius(n, k, delta), tv_plugin_radius(n, delta))
+
+
 def tv_upper_bound(counts, probs, *, delta):
     """Certified upper bound on ``TV(sampler law, probs)`` at confidence ``1 - delta``.
 
-    Triangle inequality ``TV(q, p) <= TV(q_hat, p) + TV(q_hat, q)`` with the
-    deviation radius of :func:`tv_deviation_radius` (the tighter of Weissman et al.
-    2003, HPL-2003-97, and McDiarmid / Canonne 2020).  ``k`` is ``len(probs)``
-    (the sampler's law is assumed to live on the same outcomes).  Needs
-    ``n ~ k / eps^2`` samples to certify ``eps`` -- a diagnostic, not a pass criterion.
+    ``TV(q_hat, p) + r`` with ``r`` the smaller of two deterministic radii (so the
+    chosen one is fixed before the data and the confidence stays ``1 - delta``):
+
+    * :func:`tv_plugin_radius` (McDiarmid on the plug-in TV, with ``E TV(q_hat, p)
+      >= TV(q, p)`` by convexity): ``sqrt(ln(1/delta) / (2n))``, dimension-free;
+    * :func:`tv_deviation_radius` (triangle inequality with the deviation of the
+      empirical law, Weissman et al. 2003 / McDiarmid-Canonne 2020); it is never the
+      smaller one, and is kept for comparison.
+
+    The plug-in TV of a correct sampler is itself ``~ sqrt(k / n)`` (see
+    :func:`expected_null_tv`), so certifying ``eps`` needs ``n ~ k / eps^2``: a
+    diagnostic, not a pass criterion.
     """
     probs = _probs_iv(probs)
     counts = _counts_iv(counts, len(probs))
     delta = _alpha_iv(delta, "delta")
     n = int(counts.sum())
-    return float(min(1.0, _tv(counts, probs) + tv_deviation_radius(n, len(probs), delta)))
+    return float(min(1.0, _tv(counts, probs) + _tv_radius(n, len(probs), delta)))

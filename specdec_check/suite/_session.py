@@ -118,9 +118,11 @@ class SuiteSession:
 
     # -- what is tested --------------------------------------------------------------------------
     def options(self) -> dict:
-        """``{"backend", "device", "dtype"}`` for check_verifier / check_generator."""
+        """``{"backend", "device", "dtype", "strict"}`` for check_verifier / check_generator."""
         sel = self.selections
-        return {"backend": sel["backend"].value, "device": sel["device"].value, "dtype": sel["dtype"].value}
+        strict = "strict" in sel and str(sel["strict"].value).strip().lower() in ("1", "true", "yes", "on")
+        return {"backend": sel["backend"].value, "device": sel["device"].value, "dtype": sel["dtype"].value,
+                "strict": strict}
 
     def sampler(self, kind: str):
         """The selected sampler of ``kind`` ("verifier" or "generator"), imported."""
@@ -182,6 +184,8 @@ class SuiteSession:
             f"dtype {sel['dtype'].value or 'default'} ({sel['dtype'].source}); "
             f"false-alarm budget alpha={self.alpha:g} per run ({sel['alpha'].source})",
         ]
+        if self.options()["strict"]:
+            lines.append(f"specdec-check: robustness warnings count as failures (strict, {sel['strict'].source})")
         env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("SPECDEC")}
         if env:  # shown to catch typos, as array-api-tests does
             lines.append("specdec-check: env " + " ".join(f"{k}={v}" for k, v in env.items()))

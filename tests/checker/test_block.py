@@ -139,7 +139,7 @@ def test_reused_inputs_keep_the_reference_exact_and_catch_a_bug():
     assert reuse_count(rows * 9 * 32) == 2
     good = check_verifier(numpy_verify, scenarios=[scenario], mode="default", seed=3)
     assert good.passed, [f.message for f in good.findings]
-    law_records = [r for r in good.results if r.check == "stop_conditional"]
+    law_records = [r for r in good.results if r.check == "stop_conditional" and r.scenario == "big-calls"]
     assert law_records and law_records[0].n > rows  # more samples than distinct rows: the block was reused
     bad = check_verifier(entry("resample_from_target").sampler, scenarios=[scenario], mode="default", seed=3)
     assert not bad.passed
@@ -180,7 +180,8 @@ def test_spread_pairs_collide_rarely_and_near_one_rows_accept_often():
     assert np.count_nonzero(law) == 8 and np.allclose(law[law > 0], law[law > 0][0])  # uniform residual
 
 
-#: Bugs the screen names at seed 0: (finding kind, check, most rows used).
+#: Bugs the screen names at seed 0: (finding kind, check, most rows used), measured (the screen's stream is
+#: keyed by the seed and its name; a partial row shows a continued row with probability 1 - (3/4)^7 = 0.87).
 _SCREENED = {
     "resample_from_target": ("failure", "impossible", 4), "residual_swapped": ("failure", "impossible", 4),
     "ratio_inverted": ("failure", "impossible", 4), "no_bonus_token": ("inefficiency", "efficiency", 1),
@@ -189,7 +190,7 @@ _SCREENED = {
     "residual_at_drafted_token_only": ("failure", "impossible", 4),
     "medusa_typical_acceptance": ("failure", "impossible", 4),
     "accepted_count_without_prefix": ("failure", "impossible", 4),
-    "safe_division_epsilon": ("failure", "impossible", 4), "continue_after_rejection": ("failure", "contract", 1),
+    "safe_division_epsilon": ("failure", "impossible", 4), "continue_after_rejection": ("failure", "contract", 3),
     "target_rows_shifted": ("failure", "impossible", 1), "sampled_match": ("failure", "impossible", 4),
     "one_hot_rule_on_stochastic_draft": ("failure", "impossible", 4),
     # statistical screen checks, in order: 16 structural rows, 6 near-one rows, 8 + 8 rows of collision
@@ -214,7 +215,9 @@ def test_screen_names_bugs_within_a_few_rows(name):
 @pytest.mark.parametrize("control", CONTROLS, ids=lambda e: e.name)
 def test_screen_passes_exact_controls(control):
     report = check_verifier(control.sampler, scenarios=[VerifierScreen.default(row_budget=64)], seed=1)
-    assert report.passed and not report.findings, [f.message for f in report.findings]
+    assert not report.findings, [f.message for f in report.findings]
+    # The screen alone runs no law test: no finding, but no exactness verdict either.
+    assert report.verdict == "inconclusive" and "no law test ran" in report.inconclusive[0][1]
     assert report.samples_used == 64 + 6 + 24 + 16 + 28
     assert [r.check for r in report.results] == ["first_token", "independence", "independence", "accepted_count",
                                                  "stop_conditional", "screen"]
@@ -259,10 +262,13 @@ def test_reuse_keeps_the_first_token_test_on_fresh_drafts():
     scenario = VerifierScenario.from_rows("equal-rows", target_probs=law, draft_probs=law[:, :1].copy())
     reuse = reuse_count(rows * 3 * vocab)
     assert reuse == 11
-    mode = Mode("reuse", design_tv=1e-3, max_samples=10**6, max_calls=22, pit_bins=32, max_cells=1e13)
+    mode = Mode("reuse", design_tv=1e-3, max_samples=10**6, max_calls=22, pit_bins=32, max_cells=1e13,
+                max_law_calls=22, max_law_cells=1e13)
     report = check_verifier(numpy_verify, scenarios=[scenario], mode=mode, seed=4,
                             checks=("contract", "impossible", "first_token", "stop_conditional", "accepted_count"))
-    assert report.passed, [f.message for f in report.findings]
+    # 22 calls are far short of this mode's design TV (the run is inconclusive); what matters is
+    # that no test rejects a correct verifier.
+    assert not report.findings, [f.message for f in report.findings]
     n = {r.check: r.n for r in report.results}
     assert n["first_token"] == 2 * rows and n["accepted_count"] == 22 * rows
 

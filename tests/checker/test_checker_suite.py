@@ -110,7 +110,8 @@ def test_reference_verifier_passes_thorough_small():
     assert report.passed, _describe(report)
     assert report.findings == ()
     assert report.mode == "thorough" and report.design_tv == 0.02
-    assert [s.name for s in report.scenarios] == ["low-acceptance", "many-rows"]
+    assert [s.name for s in report.scenarios] == ["screen", "low-acceptance", "many-rows"]  # the screen first
+    assert report.screen == "ran" and report.achieved_tv <= report.design_tv
 
 
 # ------------------------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ def test_raising_verifier_is_a_finding():
     boom = [f for f in report.failures if "boom" in f.message]
     assert boom, _describe(report)
     assert "RuntimeError" in boom[0].message
-    assert {f.scenario for f in boom} == {"low-acceptance", "opposite-ranking"}
+    assert {f.scenario for f in boom} == {"screen", "low-acceptance", "opposite-ranking"}
 
 
 def test_verifier_modifying_inputs_is_a_contract_failure():
@@ -570,7 +571,8 @@ def test_malformed_output_is_a_finding_even_without_the_contract_check():
 
 
 def test_non_finite_probe_separates_guarded_from_unguarded_verifiers():
-    """numpy_verify raises on a NaN row it reads; a verifier that samples it anyway is a finding."""
+    """numpy_verify raises on a NaN row it reads; a verifier that samples it anyway gets a warning
+    (a robustness policy, not exactness), which strict=True turns into a failure."""
 
     def unguarded(*, draft_token_ids, draft_probs, target_probs, generator):
         return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs,
@@ -579,5 +581,9 @@ def test_non_finite_probe_separates_guarded_from_unguarded_verifiers():
 
     good = _run_misbehaving(numpy_verify, checks=["contract", "non_finite"])
     bad = _run_misbehaving(unguarded, checks=["contract", "non_finite"])
-    assert good.passed, _describe(good)
-    assert [f.check for f in bad.failures] == ["non_finite"], _describe(bad)
+    strict = _run_misbehaving(unguarded, checks=["contract", "non_finite"], strict=True)
+    assert not good.findings, _describe(good)
+    assert [(f.kind, f.check) for f in bad.findings] == [("warning", "non_finite")], _describe(bad)
+    assert not bad.failures
+    assert [(f.kind, f.check) for f in strict.findings] == [("failure", "non_finite")], _describe(strict)
+    assert strict.verdict == "failed" and strict.strict

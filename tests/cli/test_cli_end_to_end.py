@@ -59,7 +59,7 @@ def test_verify_reference_passes_and_writes_default_report(cli, tmp_path):
         assert f"report: reports/specdec_check.samplers.numpy_verify-quick-seed0/{name}" in proc.stdout
     data = _validate(folder / "report.json")
     assert data["passed"] and data["verdict"] == "passed" and data["mode"] == "quick"
-    assert [s["name"] for s in data["scenarios"]] == ["corpus-bigram", "disjoint-supports"]
+    assert [s["name"] for s in data["scenarios"]] == ["screen", "corpus-bigram", "disjoint-supports"]
     assert "<img" in (folder / "report.html").read_text()
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 

@@ -13,7 +13,7 @@ import pytest
 from specdec_check._cli import main
 
 #: A fast real run: two small scenarios, one check.
-FAST = ("--mode", "quick", "--scenarios", "specdec_small_battery:verifier", "--checks", "contract", "--no-progress",
+FAST = ("--mode", "quick", "--scenarios", "specdec_small_battery:verifier", "--checks", "contract,first_token", "--no-progress",
         "--no-plots")
 
 #: A sampler module that leaves a marker file when it is imported or called: "nothing ran" is its absence.

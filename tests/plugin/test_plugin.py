@@ -138,11 +138,12 @@ def specdec_verifier():
     def test_backend_device_dtype_reach_the_checker(self, impls):
         impls.makepyfile(test_opts='''
 def test_opts(specdec_checker_options):
-    assert specdec_checker_options == {"backend": "numpy", "device": "cpu", "dtype": "float64"}
+    assert specdec_checker_options == {"backend": "numpy", "device": "cpu", "dtype": "float64", "strict": True}
 ''')
         result = impls.runpytest_subprocess("test_opts.py", "--specdec-backend", "numpy", "--specdec-device", "cpu",
-                                            "--specdec-dtype", "float64")
+                                            "--specdec-dtype", "float64", "--specdec-strict")
         result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*robustness warnings count as failures (strict, option --specdec-strict)*"])
 
 
 class TestUsageErrors:

@@ -6,7 +6,7 @@ import pytest
 from scipy import special, stats
 
 from specdec_check.stats import SequentialIdentityTest, samples_for
-from specdec_check.stats._sequential import DEFAULT_CONCENTRATIONS, dm_log_evalues
+from specdec_check.stats._sequential import DEFAULT_CONCENTRATIONS, concentrations_for, dm_log_evalues
 
 
 def zipf(k):
@@ -67,6 +67,66 @@ class TestSequentialIdentityTest:
         assert np.median(stops) * 5 <= n_fixed
         assert np.mean(np.array(stops) < n_fixed) >= 0.99
 
+    def test_type_one_error_many_bins(self):
+        """300 equal bins (the grid then reaches A = 3e6): 1000 null runs watched after every batch."""
+        rng = np.random.default_rng(1234)
+        k, runs, batch, looks, alpha = 300, 1000, 100, 30, 0.05
+        probs = np.full(k, 1 / k)
+        A = np.asarray(concentrations_for(k))
+        assert A.max() == pytest.approx(3e6) and SequentialIdentityTest(probs, alpha=alpha).bins == k
+        cum = np.zeros((runs, k))
+        ever = np.zeros(runs, dtype=bool)
+        for _ in range(looks):
+            cum += rng.multinomial(batch, probs, size=runs)
+            le = special.logsumexp(dm_log_evalues(cum, probs, A), axis=-1) - np.log(len(A))
+            ever |= le >= np.log(1 / alpha)
+        # P(failure | anytime-valid) <= 1e-6
+        assert ever.sum() <= stats.binom.isf(1e-6, runs, alpha)
+
+    def test_incremental_update_matches_closed_form(self):
+        rng = np.random.default_rng(1234)
+        k = 5000
+        probs = rng.dirichlet(np.full(k, 0.5))
+        probs[probs < 1e-7] = 0
+        probs /= probs.sum()
+        st = SequentialIdentityTest(probs, alpha=1e-6, min_mass=1e-12)
+        assert st.bins == np.count_nonzero(probs)
+        cum = np.zeros(k)
+        for m in (10, 300, 5000, 20000):
+            c = rng.multinomial(m, probs)
+            cum += c
+            st.update(c)
+        pos = probs > 0
+        A = np.asarray(concentrations_for(st.bins))
+        order = np.argsort(-probs[pos], kind="stable")
+        le = special.logsumexp(dm_log_evalues(cum[pos][order], probs[pos][order], A)) - np.log(len(A))
+        assert st.result().statistic == pytest.approx(le, rel=1e-9, abs=1e-6)
+
+    def test_no_bin_cap_detects_random_signs(self):
+        """Issue 19: uniform 10^4, random signs (TV 0.05).  Pooled to 256 bins the signs cancel; unpooled,
+        the e-process (alpha 5e-4, looks at every 1/8 growth as the checker does) stops early.
+        Measured: 20/20 by a median n of 70k (the fixed-n plan is 102k); with the old cap 10/20 by 400k."""
+        rng = np.random.default_rng(1234)
+        k = 10 ** 4
+        p = np.full(k, 1 / k)
+        q = p * (1 + 0.1 * rng.choice([-1.0, 1.0], size=k))
+        q /= q.sum()
+        rejected = 0
+        for _ in range(20):
+            st = SequentialIdentityTest(p, alpha=5e-4)
+            while not st.rejected and st.n < 200_000:
+                st.update(rng.multinomial(max(256, st.n // 8), q))
+            rejected += st.rejected
+        assert rejected >= 18
+
+    def test_n_max_uses_the_fixed_n_bins(self):
+        probs = np.arange(1, 1001.0) ** -1.1
+        probs /= probs.sum()
+        st = SequentialIdentityTest(probs, alpha=1e-3, n_max=2000)
+        from specdec_check.stats._pooling import pool
+        assert st.bins == pool(probs, 2000).nbins < 1000
+        assert SequentialIdentityTest(probs, alpha=1e-3, max_bins=64).bins <= 64
+
     def test_support_violation_rejects_immediately(self):
         st = SequentialIdentityTest([0.5, 0.5, 0.0], alpha=1e-9)
         st.update([3, 4, 0])
@@ -89,3 +149,7 @@ class TestSequentialIdentityTest:
             SequentialIdentityTest([0.5, 0.5], alpha=0.1, concentrations=[-1.0])
         with pytest.raises(ValueError, match="same length"):
             SequentialIdentityTest([0.5, 0.5], alpha=0.1).update([1, 2, 3])
+        with pytest.raises(ValueError, match="min_mass"):
+            SequentialIdentityTest([0.5, 0.5], alpha=0.1, min_mass=0)
+        with pytest.raises(ValueError, match="n_max"):
+            SequentialIdentityTest([0.5, 0.5], alpha=0.1, n_max=-3)

@@ -5,7 +5,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specdec_check.stats import expected_null_tv, tv_deviation_radius, tv_distance, tv_upper_bound
+from specdec_check.stats import expected_null_tv, tv_deviation_radius, tv_distance, tv_plugin_radius, tv_upper_bound
+
+
+def categorical_counts(rng, n, q, runs):
+    cdf = np.cumsum(q)
+    out = np.empty((runs, len(q)), dtype=np.int64)
+    for r in range(runs):
+        x = np.minimum(np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), len(q) - 1)
+        out[r] = np.bincount(x, minlength=len(q))
+    return out
 
 
 class TestTvDistance:
@@ -57,6 +66,41 @@ class TestTvUpperBound:
         m = 0.5 * np.sqrt((k - 1) / n) + np.sqrt(np.log(1 / d) / (2 * n))
         assert tv_deviation_radius(n, k, d) == pytest.approx(min(w, m), rel=1e-6)
         assert tv_deviation_radius(n, k, d) == pytest.approx(0.0177, abs=2e-4)  # statistics.md 2.3
+
+    @pytest.mark.parametrize("case", ["heavy_plus_tiny", "uniform_1e4", "dirichlet_20"])
+    def test_coverage_of_both_radii(self, case):
+        """TV(q, p) <= plug-in + radius in >= 1 - delta of runs, for each radius alone (delta = 0.05)."""
+        rng = np.random.default_rng(1234)
+        delta, runs = 0.05, 1000
+        if case == "heavy_plus_tiny":  # sampler misses the tiny tail's shape; true TV 0.03
+            p = np.r_[0.5, 0.3, 0.17, np.full(10_000, 0.03 / 10_000)]
+            q = np.r_[0.5, 0.3, 0.2, np.zeros(10_000)]
+            n = 2000
+        elif case == "uniform_1e4":  # issue 19: true TV 0.1
+            k = 10_000
+            p = np.full(k, 1 / k)
+            q = p * (1 + 0.2 * rng.choice([-1.0, 1.0], size=k))
+            q /= q.sum()
+            n = 20_000
+        else:
+            p = np.full(20, 1 / 20)
+            q = rng.dirichlet(np.ones(20))
+            n = 300
+        true_tv = 0.5 * np.abs(q - p).sum()
+        counts = categorical_counts(rng, n, q, runs)
+        plug = 0.5 * np.abs(counts / n - p).sum(axis=1)
+        for radius in (tv_plugin_radius(n, delta), tv_deviation_radius(n, len(p), delta)):
+            fails = int((plug + radius < true_tv).sum())
+            # bounds are valid: P(fails > binom.isf(1e-6, runs, delta)) <= 1e-6
+            assert fails <= stats.binom.isf(1e-6, runs, delta), (case, radius, fails)
+        assert np.median(np.minimum(1, plug + tv_plugin_radius(n, delta))) < 0.5  # informative, unlike 1.0
+
+    def test_plugin_radius_never_larger(self):
+        for n in (1, 10, 2000, 10 ** 6):
+            for k in (2, 10, 10 ** 4):
+                for d in (0.5, 1e-3, 1e-12):
+                    assert tv_plugin_radius(n, d) <= tv_deviation_radius(n, k, d) + 1e-15
+        assert tv_plugin_radius(2000, 0.05) == pytest.approx(np.sqrt(np.log(20) / 4000))
 
     def test_bad_delta(self):
         with pytest.raises(ValueError, match="delta"):

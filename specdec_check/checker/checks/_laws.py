@@ -60,7 +60,8 @@ class LawChecks(Check):
         s, mode = self.run.scenario, self.run.mode
         planned_n = planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2)
         n_target = min(planned_n, mode.max_samples)
-        return int(max(1, min(mode.max_calls, -(-n_target // s.rows_per_call), mode.max_cells // cells_per_call(s))))
+        return int(max(1, min(mode.max_law_calls, -(-n_target // s.rows_per_call),
+                              mode.max_law_cells // cells_per_call(s))))
 
     @property
     def conditional(self) -> bool:

@@ -14,10 +14,11 @@ PROBE_ROWS = 4096
 
 
 class NonFiniteProbe(Check):
-    """Row 0 gets an all-NaN first target row (always read): the verifier must raise or return -1s.
+    """Row 0 gets an all-NaN first target row (always read): the verifier should raise or return -1s.
 
     A verifier may raise, or mark the row invalid with -1 everywhere (the sync-free choice on a
-    device); emitting a token from a NaN law is a contract failure.
+    device). Emitting a token from a NaN law is a robustness problem, not a loss of exactness on
+    valid inputs: a warning, or a failure with ``strict=True``.
     """
 
     power = "one call; exact (no alpha spent)"
@@ -44,6 +45,6 @@ class NonFiniteProbe(Check):
         run.record(TestRecord(name, "non_finite", "non-finite input probe", passed, 0.0, 1,
                               details={"behaviour": "returned -1 for the row" if passed else "emitted tokens"}))
         if not passed:
-            run.fail("non_finite", "a row whose first target row is all NaN was silently turned into tokens "
+            run.warn("non_finite", "a row whose first target row is all NaN was silently turned into tokens "
                      f"{None if row is None else row.tolist()}; raise an error or return -1 for such a row",
                      {"row": 0, "output": None if row is None else row.tolist()})

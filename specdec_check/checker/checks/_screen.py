@@ -68,7 +68,8 @@ class _Screen:
             self.counts.add_tokens(block, step)
             if self.counts.bonus_missing:
                 run.fail("efficiency", f"row {run.samples - 1} of the screen accepted all {s.gamma} drafts and "
-                         "emitted no bonus token: lossless, but one token per fully accepted step is thrown away",
+                         "emitted no bonus token: one token per fully accepted step is thrown away (dropping it "
+                         "biases none of the emitted tokens)",
                          {"probe": int(draw.pool_index[0]), "output": out[0].tolist()}, kind="inefficiency")
                 run.stopped = True
                 return

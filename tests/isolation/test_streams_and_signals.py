@@ -1,0 +1,97 @@
+"""Output that cannot fail a run, signals recorded instead of obeyed, and the heartbeat setting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from specdec_check._isolation import SignalGuard, TolerantStream, exit_status_for, heartbeat_period, safe_write
+
+
+def test_a_tolerant_stream_goes_quiet_on_a_closed_pipe():
+    read, write = os.pipe()
+    os.close(read)
+    raw = os.fdopen(write, "w", buffering=1)
+    stream = TolerantStream(raw)
+    assert stream.write("x" * 100 + "\n") == 101  # EPIPE, swallowed
+    assert isinstance(stream.failed, BrokenPipeError)
+    stream.write("more\n")
+    stream.flush()
+    raw.close()  # the descriptor now holds /dev/null: closing flushes without error
+
+
+def test_a_tolerant_stream_on_a_full_device():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    raw = open("/dev/full", "w")
+    stream = TolerantStream(raw)
+    stream.write("text that stays in the buffer\n")
+    stream.flush()  # ENOSPC, swallowed; the pending text drains into /dev/null
+    assert isinstance(stream.failed, OSError) and stream.failed.errno == 28
+    raw.close()
+
+
+def test_safe_write_ignores_none_and_closed_streams():
+    safe_write(None, "x")
+    read, write = os.pipe()
+    stream = os.fdopen(write, "w")
+    stream.close()
+    safe_write(stream, "x")  # ValueError: I/O operation on closed file, swallowed
+    os.close(read)
+
+
+def test_closed_descriptors_get_dev_null_and_a_failed_final_flush_cannot_change_the_status():
+    code = ("import os, sys\nfrom specdec_check._isolation import tolerant_stdio\n"
+            "with tolerant_stdio():\n"
+            "    assert os.fstat(1) is not None\n"
+            "    r, w = os.pipe()\n"
+            "    assert 1 not in (r, w)\n"  # a pipe never lands on descriptor 1 (where print writes)
+            "    print('x' * 100)\n"
+            "sys.exit(7)\n")
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: os.close(1), text=True, timeout=60)
+    assert proc.returncode == 7, proc.stderr
+    read, write = os.pipe()
+    os.close(read)
+    code = "import sys\nfrom specdec_check._isolation import tolerant_stdio\nwith tolerant_stdio():\n    print('x')\n"
+    proc = subprocess.run([sys.executable, "-c", code], stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(write)
+    assert proc.returncode == 0 and proc.stderr == ""  # without the guard: status 120 and "Exception ignored"
+    read, write = os.pipe()
+    os.close(read)
+    raw = subprocess.run([sys.executable, "-c", "print('x')"], stdout=write, stderr=subprocess.PIPE, text=True,
+                         timeout=60)
+    os.close(write)
+    assert raw.returncode != 0 and "BrokenPipeError" in raw.stderr  # what the guard prevents
+
+
+def test_signal_guard_records_the_first_signal_and_restores_handlers():
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with SignalGuard() as guard:
+        assert guard() is None
+        os.kill(os.getpid(), signal.SIGTERM)  # recorded, not obeyed
+        assert guard.signum == signal.SIGTERM and guard() == signal.SIGTERM
+        os.kill(os.getpid(), signal.SIGTERM)  # a second SIGTERM changes nothing
+        assert guard.signum == signal.SIGTERM
+        with pytest.raises(KeyboardInterrupt):  # a second SIGINT is the way out
+            os.kill(os.getpid(), signal.SIGINT)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_exit_status_for_signals():
+    assert exit_status_for(signal.SIGINT) == 130 and exit_status_for(signal.SIGTERM) == 143
+
+
+@pytest.mark.parametrize("text, value", [(None, 30.0), ("", 30.0), ("0", 0.0), ("2.5", 2.5), (" 45 ", 45.0)])
+def test_heartbeat_period(text, value):
+    assert heartbeat_period({} if text is None else {"SPECDEC_CHECK_HEARTBEAT_S": text}) == value
+
+
+@pytest.mark.parametrize("text", ["-1", "nan", "inf", "often"])
+def test_heartbeat_period_rejects(text):
+    with pytest.raises(ValueError, match=f"SPECDEC_CHECK_HEARTBEAT_S must be a number of seconds >= 0 .*{text!r}"):
+        heartbeat_period({"SPECDEC_CHECK_HEARTBEAT_S": text})

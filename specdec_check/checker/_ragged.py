@@ -92,10 +92,14 @@ def _run_scenario(run, verify) -> None:
     run.summary = ragged_summary(run, counts, laws.requests, time.perf_counter() - started)
 
 
+def _prepare(scenarios, selection):
+    return (default_ragged_battery() if scenarios is None else list(scenarios)), "not a verifier check"
+
+
 RAGGED_VERIFIER = SamplerKind(
     name="ragged_verifier", command=KINDS["ragged_verifier"].command, keywords=RAGGED_KEYWORDS,
     scenario_type=RaggedScenario, default_battery=default_ragged_battery, checks=RAGGED_CHECKS, plan=_plan,
-    run_scenario=_run_scenario,
+    run_scenario=_run_scenario, prepare=_prepare,
 )
 
 
@@ -105,7 +109,12 @@ def ragged_kind(processing: SamplingProcessing = VLLM_V1_PROCESSING) -> SamplerK
     if processing == VLLM_V1_PROCESSING:
         return RAGGED_VERIFIER
     keywords = RAGGED_KEYWORDS[:-1] + (("min_p",) if processing.uses_min_p else ()) + ("generator",)
-    return replace(RAGGED_VERIFIER, keywords=keywords, default_battery=lambda: default_ragged_battery(processing))
+
+    def prepare(scenarios, selection):
+        return (default_ragged_battery(processing) if scenarios is None else list(scenarios)), "not a verifier check"
+
+    return replace(RAGGED_VERIFIER, keywords=keywords, default_battery=lambda: default_ragged_battery(processing),
+                   prepare=prepare)
 
 
 def _processing(processing, scenarios):
@@ -128,7 +137,7 @@ def _processing(processing, scenarios):
 
 def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                           alpha=DEFAULT_ALPHA, rule="standard", progress=None, checks=None, device=None, dtype=None,
-                          processing=None) -> CheckReport:
+                          processing=None, strict=False, name=None, monitor=None) -> CheckReport:
     """Check a verifier in the production calling convention (vLLM v1 ``RejectionSampler`` style).
 
     ``verify(*, draft_token_ids, num_draft_tokens, draft_probs, target_logits, temperature, top_k,
@@ -149,7 +158,10 @@ def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=
     ``sum min(p, q)``, and the randomness for determinism and independence across calls and
     requests. Findings name the request (index and parameters) and what differs. ``rule``:
     "standard" (the only one built; "any" raises ``NotImplementedError``). ``alpha`` is the
-    false-alarm budget of the whole call.
+    false-alarm budget of the whole call. As for :func:`~specdec_check.checker.check_verifier`: the
+    verdict is "passed" only when every scenario with law tests reached the mode's design TV
+    (otherwise "inconclusive"); a NaN row of logits turned into tokens is a warning (a failure with
+    ``strict``); ``name`` and ``monitor`` are the supervised command line's.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
@@ -159,7 +171,7 @@ def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=
                                   "on every random request).")
     processing = _processing(processing, scenarios)
     options = check_options(RAGGED_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor)
     if options.backend.name not in ("numpy", "torch"):
         raise ValueError(f"the ragged checker runs on the numpy and torch backends; got {options.backend.name!r}.")
     return run(ragged_kind(processing), verify, scenarios, options)

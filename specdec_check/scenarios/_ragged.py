@@ -350,6 +350,9 @@ def default_ragged_battery(processing: SamplingProcessing = VLLM_V1_PROCESSING) 
             q(2, 0.7), q(0, 0.0), q(4, 1.0, k=3), q(1, 0.0), q(3, 1.3, p=0.8), q(4, 0.0), q(0, 2.0),
             q(2, 0.3, k=2, p=0.9), q(1, 1.0, min_p=m), q(3, 0.0, draft="one_hot"), q(4, 0.5, draft="one_hot"),
             q(1, 2.0, k=5), q(2, 1.0, p=0.6, draft="one_hot"), q(0, 0.0), q(3, 0.8), q(1, 1.5, k=4, p=0.85),
+            q(3, 0.6, k=4), q(1, 1.2, p=0.7), q(4, 1.8), q(2, 0.4, draft="one_hot"), q(0, 1.0, k=2),
+            q(3, 1.0, k=5, p=0.9, draft="one_hot"), q(2, 2.0, p=0.85), q(1, 0.3), q(4, 0.9, k=6), q(0, 0.7, p=0.75),
+            q(2, 1.4, draft="one_hot", min_p=m), q(3, 1.1, k=3, p=0.8),
         ), processing=processing,
             description="V=7: every parameter combination in one call; stochastic and one-hot draft rows"),
         RaggedScenario("ragged-ngram-v64", 64, (
@@ -357,12 +360,19 @@ def default_ragged_battery(processing: SamplingProcessing = VLLM_V1_PROCESSING) 
             q(2, 1.7, p=0.9, draft="one_hot"), q(0, 1.0), q(5, 0.0, draft="one_hot"),
             q(4, 0.4, k=4, p=0.8, draft="one_hot", min_p=m), q(1, 2.0, draft="one_hot"), q(2, 0.0, draft="one_hot"),
             q(3, 1.2, k=16, draft="one_hot"), q(1, 0.9, p=0.7, draft="one_hot"),
+            q(2, 0.8, draft="one_hot"), q(4, 1.3, k=10, draft="one_hot"), q(0, 0.5), q(3, 1.9, p=0.85, draft="one_hot"),
+            q(1, 0.6, k=3, draft="one_hot"), q(5, 1.0, draft="one_hot"), q(2, 0.0, draft="one_hot"), q(0, 1.4, p=0.9),
+            q(3, 0.7, k=20, p=0.75, draft="one_hot", min_p=m), q(1, 1.1, draft="one_hot"), q(4, 0.0, draft="one_hot"),
+            q(2, 1.6, k=6, draft="one_hot"),
         ), draft_probs_given=False, processing=processing, draft_noise=0.6,
             description="V=64, draft_probs=None (n-gram / EAGLE top-1 drafters): one-hot drafts throughout"),
         RaggedScenario("ragged-mixed-v1000", 1000, (
             q(7, 1.0), q(0, 0.0), q(1, 0.7, k=20), q(3, 0.0), q(7, 1.4, p=0.9), q(2, 0.3), q(0, 1.1, k=10, p=0.8),
             q(5, 0.0, draft="one_hot"), q(4, 2.0, k=6, draft="one_hot"), q(1, 0.0), q(6, 0.9, p=0.75, min_p=m),
             q(3, 1.0, draft="one_hot"),
+            q(2, 0.5, k=12), q(1, 1.6), q(3, 0.8, p=0.85, draft="one_hot"), q(1, 1.2, k=25), q(2, 1.9, p=0.7),
+            q(1, 0.4, draft="one_hot"), q(4, 1.0, k=8, p=0.9), q(1, 0.6), q(2, 1.3, draft="one_hot"),
+            q(1, 1.0, p=0.8, min_p=m), q(3, 0.7, k=15), q(1, 2.0), q(1, 0.9, k=30), q(2, 1.5, p=0.95),
         ), processing=processing,
             description="V=1000: up to 7 drafts, mixed one-hot and stochastic draft rows"),
         RaggedScenario("ragged-greedy-v256", 256, (
@@ -385,6 +395,9 @@ def default_ragged_battery(processing: SamplingProcessing = VLLM_V1_PROCESSING) 
         RaggedScenario("ragged-zero-drafts-v50", 50, (
             q(0, 1.0), q(3, 0.0), q(0, 0.0), q(0, 0.7, k=5), q(2, 1.0), q(0, 1.6, p=0.8), q(1, 0.0), q(0, 1.0),
             q(0, 0.0), q(3, 0.5), q(0, 1.2),
+            q(0, 0.9), q(2, 1.3, k=7), q(0, 0.0), q(0, 0.4, p=0.7), q(1, 1.0), q(0, 1.8, k=3), q(0, 0.0),
+            q(4, 0.8, p=0.85), q(0, 1.1), q(0, 0.6, k=10, p=0.9), q(1, 0.0), q(0, 1.5), q(2, 0.0), q(0, 0.3),
+            q(0, 1.0, p=0.6),
         ), processing=processing,
             description="V=50: most requests draft nothing, next to requests that do (neighbouring rows)"),
     ]

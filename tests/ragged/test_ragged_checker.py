@@ -139,7 +139,7 @@ def test_declared_processing_changes_the_law_and_the_keywords():
     processing = SamplingProcessing(("temperature", "top_p", "top_k", "min_p"))
     scenarios = [RaggedScenario("sglang-order", 7, (
         RaggedRequest(2, 1.0, top_k=2, top_p=0.5), RaggedRequest(1, 0.7, top_k=3, top_p=0.6, min_p=0.2),
-        RaggedRequest(0, 0.0), RaggedRequest(3, 1.3, top_k=1, top_p=0.8)), processing=processing)]
+        RaggedRequest(0, 0.0), RaggedRequest(3, 1.3, top_k=1, top_p=0.8)) * 4, processing=processing)]
     good = numpy_ragged_verifier(processing)
     assert check_ragged_verifier(good, scenarios=scenarios, mode="quick").passed
     with pytest.raises(TypeError, match="min_p"):  # the vLLM-order reference does not take min_p

@@ -18,7 +18,8 @@ Facts from ``vllm/v1/sample/rejection_sampler.py`` (commit 7f6fc1c5ce8d), ``vllm
   ``GREEDY_TEMPERATURE``, 0 in that version, -1 before), ``all_greedy``, ``all_random``, ``top_p`` and
   ``top_k`` [B] (None when no request uses them; top-k "off" is the vocabulary size), ``generators``
   (request index -> ``torch.Generator``) and penalty / logits-processor fields that change between
-  versions.
+  versions (vLLM 0.33.0's wheel: the same fields, plus ``logprob_token_ids`` and
+  ``thinking_budget_state_holder``, both defaulted; its ``SpecDecodeMetadata`` is unchanged).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ __all__ = [
     "MixtureModel",
     "check_generator",
     "check_ragged_verifier",
+    "check_tree_verifier",
     "check_verifier",
     "exact",
     "mix",
@@ -43,6 +44,7 @@ _LAZY = {
     "check_generator": "checker",
     "check_ragged_verifier": "checker",
     "check_verifier": "checker",
+    "check_tree_verifier": "checker",
 }
 _SUBMODULES = {"exact", "samplers", "scenarios", "stats"}
 

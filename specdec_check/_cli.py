@@ -1,6 +1,6 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
-Subcommands: ``verify``, ``generate``, ``ragged``, ``mutants``, ``demo``, ``report``.
+Subcommands: ``verify``, ``generate``, ``tree``, ``ragged``, ``mutants``, ``demo``, ``report``.
 Exit status (one table, :data:`specdec_check._report_rules.VERDICT_EXIT_STATUS`): 0 passed
 (or lossless but inefficient), 1 failed (including a sampler that raises, ends or kills its
 process, or runs past ``--timeout``), 4 inconclusive (the law tests could not reach the
@@ -25,7 +25,8 @@ import os
 import sys
 from pathlib import Path
 
-from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS, MODES, \
+from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_RULE, DEFAULT_SEED, KINDS, \
+    MODES, RULES, \
     CallableNotFound, default_sampler
 from ._settings import resolve_callable as _resolve
 
@@ -36,8 +37,6 @@ PROG = "specdec-check"
 _KIND_OF = {names.command: kind for kind, names in KINDS.items()}
 
 REPORT_FORMATS = ("json", "md", "html")
-#: sampler kind -> what its MODULE:CALLABLE is, in help texts.
-_ROLE = {"verifier": "verifier", "generator": "decode loop", "ragged_verifier": "ragged verifier"}
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 #: Exit status epilog of verify / generate.
@@ -213,7 +212,7 @@ def _add_check_options(sub, command: str):
     kind = _KIND_OF[command]
     numpy_default, torch_default = default_sampler(kind, "numpy"), default_sampler(kind, "torch")
     sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
-                     help=f"the {_ROLE.get(kind, kind)} to check "
+                     help=f"the {'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
                           f"(default: {numpy_default}; with --backend torch: {torch_default})")
     sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
     sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
@@ -222,6 +221,10 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
     sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
+    if kind == "verifier":
+        sub.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
+                         help="judge against the standard rule (Leviathan et al. 2023; default) or any lossless rule "
+                              "(block verification, sampled match, ...: only exactness decides)")
     sub.add_argument("--strict", action="store_true",
                      help="count robustness warnings (NaN input rows, degenerate shapes) as failures")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",
@@ -267,6 +270,15 @@ def build_parser() -> argparse.ArgumentParser:
                               epilog=_CHECK_EPILOG)
     _add_check_options(generate, "generate")
 
+    tree = sub.add_parser("tree", help="check a tree verifier (multi-draft accept/reject kernel)",
+                          description="Check that a tree verifier reproduces the target law exactly on trees drafted "
+                                      "with the given scheme; print a verdict table and write the report.",
+                          epilog="Exit status: 0 passed, 1 failed, 2 usage error.")
+    _add_check_options(tree, "tree")
+    tree.add_argument("--drafting", choices=("iid", "without_replacement", "topk"), default=None,
+                      help="how the drafter chooses a node's children: independently, without replacement, or the "
+                           "deterministic top-k (default: the callable's .drafting attribute, else topk)")
+
     ragged = sub.add_parser("ragged", help="check a ragged verifier (logits in, per-request sampling parameters)",
                             description="Check a verifier in the production calling convention (vLLM v1 "
                                         "RejectionSampler style: ragged requests, logits, temperature, top-k, top-p, "
@@ -283,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
     mutants.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
+    mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
     mutants.add_argument("--ragged", action="store_true",
                          help="the ragged catalogue (production calling convention) instead of the chain one")
 
@@ -313,16 +326,25 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------- commands
 
 
-def _scenarios(path, names, command):
+def _tree_drafting(drafting, sampler=None) -> str:
+    """The tree command's scheme: ``--drafting``, else the callable's ``.drafting``, else top-k."""
+    return drafting or getattr(sampler, "drafting", None) or "topk"
+
+
+def _scenarios(path, names, command, args_drafting=None):
     """The scenarios to run: from ``--scenarios`` (or the default battery), filtered by ``--scenario``."""
     if path is None and not names:
         return None
     if path is None:
         from . import scenarios as bundled
 
-        batteries = {"verify": bundled.default_verifier_battery, "generate": bundled.default_generator_battery,
-                     "ragged": bundled.default_ragged_battery}
-        found = tuple(batteries[command]())
+        if command == "tree":
+            found = tuple(bundled.default_tree_battery(_tree_drafting(args_drafting)))
+        elif command == "ragged":
+            found = tuple(bundled.default_ragged_battery())
+        else:
+            found = tuple(bundled.default_verifier_battery() if command == "verify"
+                          else bundled.default_generator_battery())
     else:
         obj = resolve_callable(path, what="scenario list")
         if callable(obj):
@@ -350,6 +372,7 @@ def _run_check(args) -> int:
     options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
                "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
                "checks": args.checks, "strict": args.strict or None,
+               "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,
                "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
     return supervise_check(functools.partial(_check_in_child, args, path), command=args.command, path=path,
                            options=options, fallback_header=_command_line_header(args, path),
@@ -376,21 +399,30 @@ def _check_in_child(args, path, channel):
     kind = _KIND_OF[args.command]
     try:
         sampler = _resolve_sampler(path, kind)
-        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command)
+        drafting = _tree_drafting(args.drafting, sampler) if args.command == "tree" else None
+        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting)
     except UsageError as exc:
         return ("usage", str(exc))
     from .checker import SAMPLER_KINDS, check_options, run
 
     monitor = ChannelMonitor(channel)
     try:
-        options = check_options(SAMPLER_KINDS[kind].checks, mode=args.mode, backend=args.backend, device=args.device,
-                                dtype=args.dtype, seed=args.seed, alpha=args.alpha, checks=args.checks,
+        if drafting is not None:
+            from .checker._tree import tree_verifier_kind
+
+            sampler_kind = tree_verifier_kind(drafting)
+        else:
+            sampler_kind = SAMPLER_KINDS[kind]
+        rule = getattr(args, "rule", DEFAULT_RULE)
+        options = check_options(sampler_kind.allowed_checks(rule), mode=args.mode, backend=args.backend,
+                                device=args.device, dtype=args.dtype, seed=args.seed, alpha=args.alpha,
+                                checks=args.checks if args.checks is not None else sampler_kind.default_checks(rule),
                                 progress=monitor.progress, strict=args.strict, name=path,
-                                scenarios_source=args.scenarios, monitor=monitor)
+                                scenarios_source=args.scenarios, monitor=monitor, rule=rule)
     except (TypeError, ValueError, ImportError) as exc:
         return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     try:
-        report = run(SAMPLER_KINDS[kind], sampler, scenarios, options)
+        report = run(sampler_kind, sampler, scenarios, options)
     except Exception as exc:
         if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
             return ("sampler", describe_exception(exc))
@@ -446,14 +478,12 @@ def _emit(data, args):
 
 
 def _run_mutants(args) -> int:
-    from .bugs import format_mutation_table, mutation_score, ragged_mutation_score
-
-    if args.ragged:
-        mutation_score = ragged_mutation_score
+    from .bugs import format_mutation_table, mutation_score, ragged_mutation_score, tree_mutation_score
 
     progress = make_progress(not args.no_progress, desc="mutants")
+    score_of = tree_mutation_score if args.trees else ragged_mutation_score if args.ragged else mutation_score
     try:
-        score = mutation_score(args.mode, seed=args.seed, names=args.names or None, progress=progress)
+        score = score_of(args.mode, seed=args.seed, names=args.names or None, progress=progress)
     except KeyError as exc:
         raise UsageError(str(exc.args[0]) if exc.args else "unknown catalogue entry") from None
     finally:
@@ -505,8 +535,8 @@ def _text(data):
     return render_text(data)
 
 
-_COMMANDS = {"verify": _run_check, "generate": _run_check, "ragged": _run_check, "mutants": _run_mutants, "demo": _run_demo,
-             "report": _run_report}
+_COMMANDS = {"verify": _run_check, "generate": _run_check, "tree": _run_check, "ragged": _run_check,
+             "mutants": _run_mutants, "demo": _run_demo, "report": _run_report}
 
 
 def main(argv=None) -> int:

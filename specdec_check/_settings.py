@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_SEED",
     "KINDS",
     "MODES",
+    "RULES",
     "CallableNotFound",
     "KindNames",
     "Mode",
@@ -77,6 +78,12 @@ DEFAULT_BACKEND = "numpy"
 DEFAULT_ALPHA = 1e-6
 DEFAULT_SEED = 0
 
+#: What a verifier is judged against: "standard" (Leviathan et al. 2023, Algorithm 1: every
+#: deviation from the rule is a finding) or "any" (only exactness: block verification and every
+#: other lossless rule pass; the rule-agnostic completion tests decide).
+RULES = ("standard", "any")
+DEFAULT_RULE = "standard"
+
 
 @dataclass(frozen=True)
 class KindNames:
@@ -102,6 +109,10 @@ KINDS = {
                                  "specdec_ragged_verifier",
                                  (("numpy", "specdec_check.samplers:numpy_ragged_verify"),
                                   ("torch", "specdec_check.samplers:torch_ragged_verify"))),
+    "tree_verifier": KindNames("tree_verifier", "tree", "--specdec-tree-verifier", "SPECDEC_TREE_VERIFIER",
+                               "specdec_tree_verifier",
+                               (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),
+                                ("torch", "specdec_check.samplers:torch_verify_tree_topk"))),
 }
 
 

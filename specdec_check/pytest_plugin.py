@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, KINDS, CallableNotFound, default_sampler
+from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_RULE, KINDS, RULES, CallableNotFound, default_sampler
 
 __all__: list = []  # hooks and fixtures only; the suite's API is in specdec_check.suite
 
@@ -38,6 +38,8 @@ _SETTINGS = {
     "dtype": ("--specdec-dtype", "SPECDEC_DTYPE", "specdec_dtype", None),
     "alpha": ("--specdec-alpha", "SPECDEC_ALPHA", "specdec_alpha", str(DEFAULT_ALPHA)),
     "strict": ("--specdec-strict", "SPECDEC_STRICT", "specdec_strict", "false"),
+    "rule": ("--specdec-rule", "SPECDEC_RULE", "specdec_rule", DEFAULT_RULE),
+    "degenerate": ("--specdec-degenerate", "SPECDEC_DEGENERATE", "specdec_degenerate", "false"),
 }
 #: Spellings of a true/false setting in the environment and ini files.
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -50,7 +52,8 @@ def pytest_addoption(parser):
     for kind in KINDS:
         option, env, ini, _ = _SETTINGS[kind]
         group.addoption(option, metavar="MODULE:CALLABLE", default=None,
-                        help=f"{kind.replace('_', ' ') if kind != 'generator' else 'decode loop'} to check (env {env}, ini {ini}; "
+                        help=f"{'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
+                             f"(env {env}, ini {ini}; "
                              f"default {default_sampler(kind)}).")
     group.addoption("--specdec-backend", metavar="NAME", default=None, choices=BACKENDS,
                     help=f"array backend the sampler uses: {' or '.join(BACKENDS)} (env SPECDEC_BACKEND; "
@@ -61,6 +64,12 @@ def pytest_addoption(parser):
                     help="dtype of the probabilities handed to the sampler, e.g. float32 (env SPECDEC_DTYPE).")
     group.addoption("--specdec-alpha", metavar="ALPHA", default=None,
                     help=f"false-alarm budget of the whole suite run (env SPECDEC_ALPHA; default {DEFAULT_ALPHA:g}).")
+    group.addoption("--specdec-rule", metavar="RULE", default=None, choices=RULES,
+                    help="judge a verifier against the standard rule (default) or any lossless rule "
+                         "(env SPECDEC_RULE): with 'any', the rule-agnostic completion property decides.")
+    group.addoption("--specdec-degenerate", action="store_const", const="true", default=None,
+                    help="also draw degenerate shapes (gamma = 0, V = 1), outside the contract's main domain "
+                         "(env SPECDEC_DEGENERATE).")
     group.addoption("--specdec-strict", action="store_const", const="true", default=None,
                     help="count robustness warnings (NaN input rows, degenerate shapes) as failures (env SPECDEC_STRICT).")
     for name, (_, env, ini, _) in _SETTINGS.items():
@@ -99,11 +108,15 @@ def pytest_configure(config):
         raise pytest.UsageError(f"specdec-check: unknown backend {backend.value!r} (from {backend.source}); "
                                 f"use {' or '.join(BACKENDS)}.")
     selections = {"backend": backend}
-    for name in (*KINDS, "device", "dtype", "alpha", "strict"):
+    for name in (*KINDS, "device", "dtype", "alpha", "strict", "rule", "degenerate"):
         selections[name] = _resolve_setting(config, name, backend.value)
-    strict = selections["strict"]
-    if str(strict.value).strip().lower() not in _TRUE + _FALSE:
-        raise pytest.UsageError(f"specdec-check: strict {strict.value!r} (from {strict.source}) must be true or false.")
+    if selections["rule"].value not in RULES:
+        raise pytest.UsageError(f"specdec-check: rule {selections['rule'].value!r} (from {selections['rule'].source}) "
+                                f"must be one of {', '.join(RULES)}.")
+    for flag in ("strict", "degenerate"):
+        sel = selections[flag]
+        if str(sel.value).strip().lower() not in _TRUE + _FALSE:
+            raise pytest.UsageError(f"specdec-check: {flag} {sel.value!r} (from {sel.source}) must be true or false.")
     alpha_sel = selections["alpha"]
     try:
         alpha = float(alpha_sel.value)
@@ -220,6 +233,12 @@ def specdec_generator(specdec_session):
 def specdec_ragged_verifier(specdec_session):
     """The ragged verifier under test (production calling convention). Override it in your conftest.py."""
     return _sampler(specdec_session, "ragged_verifier")
+
+
+@pytest.fixture(scope="session")
+def specdec_tree_verifier(specdec_session):
+    """The tree verifier under test (its scheme from its ``drafting`` attribute). Override in conftest.py."""
+    return _sampler(specdec_session, "tree_verifier")
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from ._configs import SpecConfig, spec_configs
 from ._inputs import INPUT_CASES, VerifierInputs, verifier_inputs
 from ._ragged import RaggedBatch, SampleParams, ragged_batches, sample_params
 from ._models import ModelPair, hashed_markov_models, markov_model_pairs, markov_models
+from ._trees import TreeCase, tree_cases, trees
 from ._vectors import (
     LARGE_PAIR_CASES,
     PAIR_CASES,
@@ -40,6 +41,7 @@ __all__ = [
     "SampleParams",
     "SpecConfig",
     "TILE_SIZES",
+    "TreeCase",
     "VerifierInputs",
     "distribution_pairs",
     "hashed_markov_models",
@@ -50,6 +52,8 @@ __all__ = [
     "ragged_batches",
     "sample_params",
     "spec_configs",
+    "tree_cases",
+    "trees",
     "verifier_inputs",
     "vocab_sizes",
 ]
@@ -65,6 +69,7 @@ def _hypothesis_setup_hook() -> None:
     st.register_type_strategy(ModelPair, markov_model_pairs())
     st.register_type_strategy(SampleParams, sample_params())
     st.register_type_strategy(RaggedBatch, ragged_batches())
+    st.register_type_strategy(TreeCase, tree_cases())
 
 
 _hypothesis_setup_hook()

@@ -25,12 +25,12 @@ stderr every :data:`HEARTBEAT_S` seconds (``SPECDEC_CHECK_HEARTBEAT_S``; 0 turns
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
 import time
 
 from ._partial import assemble_report, crash_finding, interrupt_finding, timeout_finding
+from .._command_line import command_line
 from .._report_rules import VERDICT_EXIT_STATUS
 from ._signals import SignalGuard, exit_status_for
 from ._streams import safe_write
@@ -70,18 +70,11 @@ def heartbeat_period(environ=None) -> float:
 
 def repro_line(command: str, path: str, options: dict, scenario: str | None = None) -> str:
     """A shell-quoted command that reruns the check (one scenario when ``scenario`` is given)."""
-    argv = ["specdec-check", command, path]
-    for flag, key in (("--mode", "mode"), ("--seed", "seed"), ("--alpha", "alpha"), ("--scenarios", "scenarios"),
-                      ("--backend", "backend"), ("--device", "device"), ("--dtype", "dtype"),
-                      ("--timeout", "timeout")):
-        value = options.get(key)
-        if value is not None and not (key == "backend" and value == "numpy"):
-            argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
-    if options.get("checks"):
-        argv += ["--checks", ",".join(options["checks"])]
-    if scenario:
-        argv += ["--scenario", scenario]
-    return " ".join(shlex.quote(a) for a in argv)
+    return command_line(command, path, mode=options.get("mode"), seed=options.get("seed"),
+                        scenarios=options.get("scenarios"), scenario=scenario, alpha=options.get("alpha"),
+                        checks=options.get("checks"), strict=bool(options.get("strict")),
+                        rule=options.get("rule") or "standard", backend=options.get("backend") or "numpy",
+                        device=options.get("device"), dtype=options.get("dtype"), timeout=options.get("timeout"))
 
 
 def _clock(seconds: float) -> str:

@@ -3,7 +3,9 @@
 ``VERIFIER_BUGS`` and ``GENERATOR_BUGS`` hold deliberately wrong verifiers and decode loops
 (each one change away from the reference, with its mechanism and the real report it
 reproduces where one exists); ``CONTROLS`` holds alternative exact verifiers that must
-pass. ``mutation_score()`` runs the checker on all of them; print the table with::
+pass. ``mutation_score()`` runs the checker on all of them; ``TREE_BUGS`` / ``TREE_CONTROLS`` and
+``tree_mutation_score()`` do the same for tree verifiers (``specdec-check mutants --trees``). Print the
+table with::
 
     python -c "from specdec_check.bugs import mutation_score, format_mutation_table; print(format_mutation_table(mutation_score()))"
 
@@ -13,14 +15,19 @@ rules, buggy block verifiers, lossy rules with their knobs), with their exact st
 ``catalogue()`` nor in the mutation score yet.
 """
 
-from . import _controls, _decode_loops, _rules, _verifiers
-from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, CatalogueEntry, catalogue, entry
+from . import _controls, _decode_loops, _rules, _tree_verifiers, _verifiers
+from ._catalogue import CONTROLS, GENERATOR_BUGS, VERIFIER_BUGS, catalogue, entry
+from ._entry import CatalogueEntry
 from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
 from ._decode_loops import *  # noqa: F403
 from ._rules import *  # noqa: F403
 from . import _ragged
 from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
+from ._tree_verifiers import *  # noqa: F403
+from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, sglang_target_only,
+                     tree_sglang_threshold_acc, tree_sglang_threshold_single, tree_catalogue, tree_entry, tree_entry_tv,
+                     tree_mutation_score)
 from ._verifiers import *  # noqa: F403
 
 __all__ = [
@@ -29,9 +36,21 @@ __all__ = [
     "GENERATOR_BUGS",
     "MutationRow",
     "MutationScore",
+    "TREE_BUGS",
+    "TREE_CONTROLS",
+    "TreeCatalogueEntry",
     "VERIFIER_BUGS",
     "catalogue",
+    "control_sglang_fixed",
     "entry",
     "format_mutation_table",
     "mutation_score",
-] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _verifiers.__all__) + sorted(_ragged.__all__)
+    "sglang_target_only",
+    "tree_sglang_threshold_acc",
+    "tree_sglang_threshold_single",
+    "tree_catalogue",
+    "tree_entry",
+    "tree_entry_tv",
+    "tree_mutation_score",
+] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _tree_verifiers.__all__ + _verifiers.__all__
+           + _ragged.__all__)

@@ -20,7 +20,7 @@ import numpy as np
 from .. import exact
 from ..samplers import block_verify
 from . import _verifiers as B
-from ._catalogue import CatalogueEntry
+from ._entry import CatalogueEntry
 from ._common import as_arrays, assemble, first_rejection, inverse_cdf, probs_at
 
 __all__ = [
@@ -138,6 +138,7 @@ def block_residual_wrong_position(*, draft_token_ids, draft_probs, target_probs,
     instead of ``max(w_tau p_{tau+1} - q_{tau+1}, 0)``: an off-by-one between the accepted count
     and the position index. Class of bug (cf. vLLM's block kernel, which reads
     ``cumulative_log_p_ptr + resample_token_idx - 1`` for w_tau beside row ``resample_token_idx``).
+    Source: class of bug, no specific report (a variant of Sun et al., ICLR 2025, Algorithm 2).
     """
     return _block_variant(draft_token_ids, draft_probs, target_probs, generator, final="previous_position")
 
@@ -149,6 +150,7 @@ def block_weights_uncapped(*, draft_token_ids, draft_probs, target_probs, genera
     (``log_p = tl.minimum(log_p + (target_logprob - draft_logprob), 0.0)`` in
     vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py, vllm-project/vllm PR #46781);
     without it the rule is lossy.
+    Source: class of bug, no specific report (a variant of Sun et al., ICLR 2025, Algorithm 2).
     """
     return _block_variant(draft_token_ids, draft_probs, target_probs, generator, cap=False)
 
@@ -157,6 +159,7 @@ def block_final_from_target_row(*, draft_token_ids, draft_probs, target_probs, g
     """Block verification whose final token after tau < gamma accepted drafts is drawn from the
     target row p_{tau+1} instead of the weighted residual ``norm(max(w_tau p_{tau+1} - q_{tau+1}, 0))``
     (the classic "resample from the target" bug, here in a block verifier). Class of bug.
+    Source: class of bug, no specific report (a variant of Sun et al., ICLR 2025, Algorithm 2).
     """
     return _block_variant(draft_token_ids, draft_probs, target_probs, generator, final="target")
 
@@ -204,6 +207,9 @@ def medusa_typical_verifier(*, posterior_threshold=0.09, posterior_alpha=0.3, fa
         return assemble(ids, tau, token)
 
     verify.__name__ = verify.__qualname__ = "medusa_typical_verify"
+    verify.__doc__ = (f"Medusa's typical acceptance (posterior_threshold={posterior_threshold}, posterior_alpha="
+                      f"{posterior_alpha}, fast={fast}): lossy by design. Source: FasterDecoding/Medusa @ e2a5d20, "
+                      "medusa/model/utils.py evaluate_posterior, generate_candidates, get_typical_one_token.")
     verify.step_law = step_law
     verify.knobs = {"posterior_threshold": posterior_threshold, "posterior_alpha": posterior_alpha, "fast": fast}
     return verify
@@ -240,6 +246,9 @@ def sglang_threshold_verifier(*, threshold_single=1.0, threshold_acc=1.0):
         return assemble(ids, tau, inverse_cdf(final, u[:, gamma]))
 
     verify.__name__ = verify.__qualname__ = "sglang_threshold_verify"
+    verify.__doc__ = (f"SGLang's target-only acceptance (threshold_single={threshold_single}, threshold_acc="
+                      f"{threshold_acc}): lossy below 1. Source: sgl-project/sglang sgl-kernel/csrc/speculative/"
+                      "speculative_sampling.cuh TreeSpeculativeSamplingTargetOnly.")
     verify.step_law = step_law
     verify.knobs = {"threshold_single": threshold_single, "threshold_acc": threshold_acc}
     return verify
@@ -293,12 +302,14 @@ _ENTRIES = (
          "Sun et al., ICLR 2025, Algorithm 2; vllm-project/vllm PR #46781 (rejection_sampler_utils.py)", "pass"),
     _any("control_sampled_match", B.sampled_match,
          "Sampled match: y_i ~ p_i at every position, accept while y_i == x_i, emit the first mismatching draw; every "
-         "emitted token is a target draw (lossless), acceptance sum p q instead of sum min(p, q).",
-         _LLAMA_CPP, "pass"),
+         "emitted token is a target draw (lossless), acceptance sum p q instead of sum min(p, q): lossless but "
+         "inefficient against the standard rule.",
+         _LLAMA_CPP, "inefficiency"),
     _any("control_one_hot_rule", B.one_hot_rule_on_stochastic_draft,
          "One-hot rule on a stochastic draft: accept x w.p. p(x), on rejection sample p with x removed and "
-         "renormalised; lossless for any draft (the same law as sampled match).",
-         "vllm-project/vllm PR #40651 / issue #40551; SGLang target-only verification", "pass"),
+         "renormalised; lossless for any draft (the same law as sampled match), but it accepts less than the "
+         "standard rule on a stochastic draft.",
+         "vllm-project/vllm PR #40651 / issue #40551; SGLang target-only verification", "inefficiency"),
     _any("block_residual_wrong_position", block_residual_wrong_position,
          "Block verification whose final token comes from max(w_tau p_tau - q_tau, 0), the last accepted position's "
          "rows, instead of position tau+1.", "class of bug, no specific report", "failure"),
@@ -347,7 +358,7 @@ _STEP_LAWS = {
 
 
 def rule_catalogue() -> tuple:
-    """The verifier entries judged under ``rule="any"`` (not in :func:`catalogue` yet): lossless
+    """The verifier entries judged under ``rule="any"`` (also in :func:`catalogue`): lossless
     non-standard controls (expected "pass"), buggy block verifiers and lossy rules (expected "failure")."""
     return _ENTRIES
 

@@ -19,10 +19,11 @@ __all__ = ["MutationRow", "MutationScore", "format_mutation_table", "mutation_sc
 class MutationRow:
     """The checker's verdict on one catalogue entry.
 
-    outcome: "failure", "inefficiency" or "pass" (the worst finding kind), or "error" when
-    the check itself raised. detected: the checker flagged the entry (a failure or an
-    inefficiency, or an exception raised by the sampler). ok: detected for a bug, not
-    detected for a control.
+    outcome: "failure", "inefficiency" or "pass" (the worst finding kind), "inconclusive" (no
+    finding but not enough evidence), or "error" when the check itself raised. detected: the
+    checker flagged the entry (a failure or an inefficiency, or an exception raised by the
+    sampler). ok: detected for a bug, a passing verdict for a control. rule: the rule the entry
+    was judged under.
     """
 
     name: str
@@ -35,6 +36,7 @@ class MutationRow:
     samples_used: int
     elapsed_s: float
     ok: bool
+    rule: str = "standard"
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ def _describe(report) -> tuple:
     failures, inefficiencies = report.failures, report.inefficiencies
     first = failures[0] if failures else (inefficiencies[0] if inefficiencies else None)
     if first is None:
+        if report.verdict == "inconclusive":
+            return "inconclusive", "; ".join(f"{name}: {reason}" for name, reason in report.inconclusive)[:200]
         return "pass", ""
     outcome = "failure" if failures else "inefficiency"
     checks = sorted({f.check for f in failures or inefficiencies})
@@ -110,21 +114,23 @@ def mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress
     for index, e in enumerate(entries):
         if progress is not None:
             progress(index, len(entries), e.name)
-        check = check_verifier if e.kind == "verifier" else check_generator
         t0 = time.perf_counter()
         try:
-            report = check(e.sampler, mode=mode, seed=seed)
+            if e.kind == "verifier":
+                report = check_verifier(e.sampler, mode=mode, seed=seed, rule=e.rule)
+            else:
+                report = check_generator(e.sampler, mode=mode, seed=seed)
         except Exception as exc:  # a sampler that raises is a detected bug, and a failed control
             outcome, finding, samples = "error", f"raised {type(exc).__name__}: {exc}", 0
         else:
             reports[e.name] = report
             outcome, finding = _describe(report)
             samples = int(report.samples_used)
-        detected = outcome != "pass"
+        detected = outcome not in ("pass", "inconclusive")
         rows.append(MutationRow(
             name=e.name, kind=e.kind, source=e.source, expected=e.expected, detected=detected, outcome=outcome,
             finding=finding, samples_used=samples, elapsed_s=time.perf_counter() - t0,
-            ok=(not detected) if e.expected == "pass" else detected,
+            ok=(outcome == "pass") if e.expected == "pass" else detected, rule=e.rule,
         ))
     return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start,
                          reports=reports)
@@ -141,14 +147,14 @@ def format_mutation_table(score: MutationScore) -> str:
         f"{sum(r.ok for r in score.controls)}/{len(score.controls)} controls passed, "
         f"{score.samples_used:,} samples, {score.elapsed_s:.1f} s.",
         "",
-        "| entry | kind | source | expected | detected | finding | samples | ok |",
-        "|---|---|---|---|---|---|---:|---|",
+        "| entry | kind | rule | source | expected | detected | finding | samples | ok |",
+        "|---|---|---|---|---|---|---|---:|---|",
     ]
     for r in score.rows:
         detected = "yes" if r.detected else "no"
         finding = f"{r.outcome}: {r.finding}" if r.finding else r.outcome
         lines.append(
-            f"| {_cell(r.name)} | {r.kind} | {_cell(r.source)} | {r.expected} | {detected} | {_cell(finding)} | "
+            f"| {_cell(r.name)} | {r.kind} | {r.rule} | {_cell(r.source)} | {r.expected} | {detected} | {_cell(finding)} | "
             f"{r.samples_used:,} | {'ok' if r.ok else 'NOT OK'} |"
         )
     return "\n".join(lines)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tables import exclusive_cumsum
-from ..exact.kernels import count_law
+from ..exact.kernels import block_weights, count_law
 from ..scenarios import LawTables, VerifierDraw
 from ._xp import flatnonzero
 
@@ -202,6 +202,17 @@ class VerifierBlock:
                 self.final_expected = np.sum(per_stop, axis=0)
             else:
                 self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_below)
+
+    @property
+    def optimal_accepted(self) -> float:
+        """Block verification's expected accepted drafts summed over the block's rows: the optimum
+        among valid verifiers in expectation over drafts (Sun et al., ICLR 2025, Algorithm 2 and
+        Theorem 2). Computed once per block, on the host."""
+        if "_optimal" not in self.__dict__:
+            draw = self.draw
+            laws = block_weights(draw.draft_token_ids, draw.draft_probs, draw.target_probs).accepted_count_law
+            self._optimal = float(laws.sum(axis=0) @ np.arange(self.gamma + 1))
+        return self._optimal
 
     def collision_probs(self, *, bonus_missing: bool = False) -> np.ndarray:
         """Probability that two independent steps on the same row give the same output, [B]:

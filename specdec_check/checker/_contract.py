@@ -12,7 +12,13 @@ import numpy as np
 
 from ._xp import arange_like, maximum
 
-__all__ = ["ParsedStep", "any_impossible", "check_output", "dropped_final", "impossible_events", "parse_step"]
+__all__ = ["STANDARD_ONLY_EVENTS", "ParsedStep", "any_impossible", "check_output", "dropped_final", "impossible_events",
+           "parse_step"]
+
+#: Events impossible under the standard rule (Leviathan et al. 2023, Algorithm 1) but not under every
+#: lossless rule: block verification rejects drafts with p >= q and recovers from another residual.
+#: The others (a token of target probability 0 emitted) are impossible under every lossless rule.
+STANDARD_ONLY_EVENTS = ("rejected_certain_draft", "recovered_outside_residual", "dropped_final")
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,7 @@ def dropped_final(step: ParsedStep, draft_token_ids, out):
     return ("a row stops before its last draft with every emitted token equal to a draft and no final token: either "
             "the recovered token equals the rejected draft (impossible: a draft is rejected only where q(x) > p(x), "
             "so the residual is zero there) or the recovered token was dropped (lossy)",
-            {"row": b, "drafts": draft_token_ids[b].tolist(), "output": out[b].tolist()})
+            {"event": "dropped_final", "row": b, "drafts": draft_token_ids[b].tolist(), "output": out[b].tolist()})
 
 
 #: Absolute part of the impossible-event tolerance, as a fraction of the relative one: probabilities
@@ -185,11 +191,11 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
     rows = np.arange(batch)
     events = []
 
-    def report(mask, message, position, token, **extra):
+    def report(event, mask, message, position, token, **extra):
         if mask.any():
             idx = np.flatnonzero(mask)
             b = int(idx[0])
-            evidence = {"rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
+            evidence = {"event": event, "rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
                         "position": int(position[b]), "token": int(token[b])}
             evidence.update({k: float(v[b]) for k, v in extra.items()})
             events.append((message.format(count=idx.size, row=b), evidence))
@@ -210,12 +216,12 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
         x = draft_token_ids.reshape(-1)[at]
         p_x = target_at.reshape(-1)[at]
         q_x = draft_at.reshape(-1)[at]
-        report(rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
+        report("rejected_certain_draft", rejected & _at_least(p_x, q_x, tolerance) & (p_x > 0),
                "{count} row(s) rejected a draft whose target probability is at least its draft probability "
                "(acceptance probability 1 under the standard rule); first: row {row}", k, x, target_prob=p_x,
                draft_prob=q_x)
         p_y, q_y = final_target, final_draft  # rows that rejected stop at k < gamma
-        report(rejected & _at_least(q_y, p_y, tolerance),
+        report("recovered_outside_residual", rejected & _at_least(q_y, p_y, tolerance),
                "{count} row(s) recovered a token where the residual max(0, p - q) is zero (impossible under the "
                "standard rule); first: row {row}",
                k, y, target_prob=p_y, draft_prob=q_y)
@@ -224,11 +230,12 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
             zero_accept = (step.accepted[:, None] > np.arange(gamma)) & zero_target
             hit = zero_accept.any(axis=1)
             pos = zero_accept.argmax(axis=1)
-            report(hit, "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
+            report("accepted_impossible_draft", hit,
+                   "{count} row(s) accepted a draft the target gives probability zero; first: row {row}",
                    pos, draft_token_ids[rows, pos], target_prob=target_at[rows, pos])
     bonus = (step.accepted == gamma) & (step.final >= 0)
     p_bonus = final_target  # rows that accepted every draft stop at gamma
-    report(bonus & (p_bonus <= 0),
+    report("impossible_bonus", bonus & (p_bonus <= 0),
            "{count} row(s) emitted a bonus token the target gives probability zero; first: row {row}",
            np.full(batch, gamma), y, target_prob=p_bonus)
     return events

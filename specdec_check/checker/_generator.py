@@ -20,8 +20,8 @@ __all__ = ["GENERATOR", "GENERATOR_CHECKS", "check_generator"]
 GENERATOR_CHECKS = ("contract", "joint", "marginals", "pairs", "target_calls")
 
 
-def _plan(scenario, selection) -> list:
-    return GeneratorLaws.plan(scenario, selection) + TargetCalls.plan(scenario, selection)
+def _plan(scenario, options) -> list:
+    return GeneratorLaws.plan(scenario, options) + TargetCalls.plan(scenario, options)
 
 
 def _run_scenario(run, generate) -> None:

@@ -28,8 +28,8 @@ class PlannedTest:
 class SamplerKind:
     """One kind of sampler the checker knows.
 
-    ``plan(scenario, selection)`` returns the scenario's :class:`PlannedTest` s under the
-    selected check names; ``run_scenario(run, sampler)`` runs the scenario, filling ``run``
+    ``plan(scenario, options)`` returns the scenario's :class:`PlannedTest` s under the options
+    (selected check names, rule); ``run_scenario(run, sampler)`` runs the scenario, filling ``run``
     (a :class:`~specdec_check.checker._scenario_run.ScenarioRun`).
     """
 
@@ -44,3 +44,16 @@ class SamplerKind:
     #: ``prepare(scenarios or None, selection) -> (scenarios, screen)``: the scenarios to run (the default
     #: battery for None) and whether the structural screen runs first ("ran", "not selected", ...).
     prepare: Callable
+    #: ``diagnose(run, sampler)``: after the first scenario with a failure, say more about it (the
+    #: verifier kind runs the rule-agnostic test there); None for kinds without one.
+    diagnose: Callable | None = None
+    #: ``{rule: the checks selected by default}`` for kinds judged under a rule; None: every check.
+    rule_checks: dict | None = None
+
+    def allowed_checks(self, rule: str = "standard") -> tuple:
+        """The checks a run may select under ``rule``: all under "standard"; the rule-agnostic ones otherwise."""
+        return tuple(self.checks) if rule == "standard" or not self.rule_checks else tuple(self.rule_checks[rule])
+
+    def default_checks(self, rule: str = "standard") -> tuple:
+        """The checks a run selects when ``checks=`` is not given."""
+        return tuple(self.rule_checks[rule]) if self.rule_checks else tuple(self.checks)

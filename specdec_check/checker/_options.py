@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, Mode, get_mode
+from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, RULES, Mode, get_mode
 from ._backend import Backend
 from ._backends import make_backend
 
@@ -41,11 +41,13 @@ class CheckOptions:
     scenarios_source: str | bool | None = None
     #: Told about every sampler call and every finished scenario (see :data:`MONITOR_METHODS`), or None.
     monitor: object = None
+    #: What the verifier is judged against: "standard" or "any" lossless rule (:data:`specdec_check._settings.RULES`).
+    rule: str = "standard"
 
 
 def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, device=None, dtype=None,
                   seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None, strict=False,
-                  name=None, scenarios_source=None, monitor=None) -> CheckOptions:
+                  name=None, scenarios_source=None, monitor=None, rule="standard") -> CheckOptions:
     """Validate the options of a check of a sampler kind whose selectable checks are ``known_checks``.
 
     Raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) naming the option, the value
@@ -66,11 +68,15 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
         checks = (checks,) if isinstance(checks, str) else tuple(checks)
         unknown = [c for c in checks if c not in known_checks]
         if unknown:
-            raise ValueError(f"unknown check(s) {unknown}; choose from {tuple(known_checks)}.")
+            under = f" under rule={rule!r}" if rule != "standard" else ""
+            raise ValueError(f"unknown check(s) {unknown}{under}; choose from {tuple(known_checks)}.")
     if progress is not None and not callable(progress):
         raise TypeError("progress must be None or a callable progress(done, total, label).")
     if not isinstance(strict, bool):
         raise TypeError(f"strict must be True or False; got {strict!r}.")
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {RULES}; got {rule!r} ('standard': Leviathan et al.'s rule exactly; "
+                         "'any': any lossless rule, such as block verification).")
     if monitor is not None and not all(callable(getattr(monitor, m, None)) for m in MONITOR_METHODS):
         raise TypeError(f"monitor must be None or an object with the methods {', '.join(MONITOR_METHODS)}.")
     if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -78,4 +84,4 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
     return CheckOptions(mode=mode, backend=make_backend(backend, device=device, dtype=dtype), seed=int(seed),
                         alpha=alpha, checks=checks, progress=progress, strict=strict,
                         sampler_name=None if name is None else name.strip(), scenarios_source=scenarios_source,
-                        monitor=monitor)
+                        monitor=monitor, rule=rule)

@@ -78,6 +78,11 @@ class ScenarioSummary:
     #: The smallest TV the scenario's law tests could detect with power 0.99, as achieved (the best of
     #: its law tests at the samples they got); None when no law test ran on the scenario.
     achieved_tv: float | None = None
+    #: Accepted drafts per step: measured; the standard rule's and block verification's (the optimum
+    #: among valid verifiers) exact expectations on the same drafted rows (verifier scenarios).
+    accepted_per_step: float | None = None
+    standard_accepted_per_step: float | None = None
+    optimal_accepted_per_step: float | None = None
 
     def to_dict(self) -> dict:
         return to_builtin(asdict(self))
@@ -113,6 +118,8 @@ class CheckReport:
     achieved_tv: float | None = None
     #: Whether the structural screen ran first: "ran", "not selected" or "not a verifier check".
     screen: str = "not a verifier check"
+    #: What a verifier was judged against: "standard" (Leviathan et al.'s rule) or "any" lossless rule.
+    rule: str = "standard"
 
     @property
     def failures(self) -> tuple:
@@ -159,6 +166,7 @@ class CheckReport:
             "inconclusive": [{"scenario": name, "reason": reason} for name, reason in self.inconclusive],
             "strict": self.strict,
             "screen": self.screen,
+            "rule": self.rule,
             "samples_used": self.samples_used,
             "elapsed_s": self.elapsed_s,
             "checks": list(self.checks),
@@ -178,7 +186,8 @@ class CheckReport:
             f"specdec-check {self.kind} report: {one_line(self.sampler)}",
             f"verdict: {self.verdict.upper()}  (mode={self.mode}, backend={self.backend}"
             + (f", device={one_line(self.device)}" if self.device else "")
-            + f", dtype={self.dtype}, seed={self.seed}" + (", strict" if self.strict else "") + ")",
+            + f", dtype={self.dtype}, seed={self.seed}" + (", strict" if self.strict else "")
+            + (f", rule={self.rule}" if self.rule != "standard" else "") + ")",
             f"false-alarm budget: {self.alpha:g} for the whole run ({self.alpha_per_check:.3g} per check); "
             f"design TV {self.design_tv:g}; {self.samples_used:,} samples in {self.elapsed_s:.1f} s",
         ]

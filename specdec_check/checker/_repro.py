@@ -9,8 +9,7 @@ repro is the Python call to make, with what the user must supply named in angle 
 
 from __future__ import annotations
 
-import shlex
-
+from .._command_line import command_line
 from .._settings import DEFAULT_ALPHA
 
 __all__ = ["repro_command"]
@@ -19,22 +18,12 @@ __all__ = ["repro_command"]
 def repro_command(kind, options, scenario: str) -> str:
     """The command that reruns ``scenario`` of a run of ``kind`` under ``options`` with the same seed."""
     backend = options.backend
-    partial = tuple(options.checks) != tuple(kind.checks)
+    partial = tuple(options.checks) != tuple(kind.default_checks(options.rule))
     if options.sampler_name is not None and options.scenarios_source is not False:
-        words = ["specdec-check", kind.command, options.sampler_name, "--mode", options.mode.name,
-                 "--seed", str(options.seed)]
-        if options.scenarios_source:
-            words += ["--scenarios", options.scenarios_source]
-        words += ["--scenario", scenario]
-        if options.alpha != DEFAULT_ALPHA:
-            words += ["--alpha", repr(options.alpha)]
-        if partial:
-            words += ["--checks", ",".join(options.checks)]
-        if options.strict:
-            words.append("--strict")
-        if backend.name != "numpy":
-            words += ["--backend", backend.name, "--device", str(backend.device), "--dtype", backend.dtype]
-        return shlex.join(words)
+        return command_line(kind.command, options.sampler_name, mode=options.mode.name, seed=options.seed,
+                            scenarios=options.scenarios_source or None, scenario=scenario, alpha=options.alpha,
+                            checks=options.checks if partial else None, strict=options.strict, rule=options.rule,
+                            backend=backend.name, device=backend.device, dtype=backend.dtype)
     sampler = options.sampler_name or "<your sampler>"
     arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={options.mode.name!r}", f"seed={options.seed}"]
     if options.alpha != DEFAULT_ALPHA:
@@ -43,6 +32,8 @@ def repro_command(kind, options, scenario: str) -> str:
         arguments.append(f"checks={list(options.checks)!r}")
     if options.strict:
         arguments.append("strict=True")
+    if options.rule != "standard":
+        arguments.append(f"rule={options.rule!r}")
     if backend.name != "numpy":
         arguments.append(f"backend={backend.name!r}, device={backend.device!r}, dtype={backend.dtype!r}")
     return f"check_{kind.name}({sampler}, {', '.join(arguments)})"

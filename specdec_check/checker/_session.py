@@ -109,13 +109,13 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     for s in scenarios:
         if not isinstance(s, kind.scenario_type):
             raise TypeError(f"scenarios must be {kind.scenario_type.__name__} objects; got {type(s).__name__}.")
-    plans = [kind.plan(s, options.checks) for s in scenarios]
+    plans = [kind.plan(s, options) for s in scenarios]
     ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(p) for p in plans)))
     backend, monitor = options.backend, options.monitor
     header = dict(kind=kind.name, sampler=name, mode=options.mode.name, backend=backend.name, device=backend.device,
                   dtype=backend.dtype, tolerance=float(backend.tolerance), seed=options.seed, alpha=options.alpha,
                   alpha_per_check=ledger.per_check, design_tv=options.mode.design_tv, checks=tuple(options.checks),
-                  strict=options.strict, screen=screen)
+                  strict=options.strict, screen=screen, rule=options.rule)
     if monitor is not None:
         monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     progress = options.progress
@@ -123,6 +123,7 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     findings, records, summaries, samples = [], [], [], 0
     seeds = scenario_seeds(options.seed, [s.name for s in scenarios])
     defaults = {id(s) for s in kind.default_battery()}  # those reproduce with --scenario NAME alone
+    diagnosed = kind.diagnose is None
     for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
         if progress is not None:
             progress(i, len(scenarios), scenario.name)
@@ -130,6 +131,8 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
         state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]),
                             repro_command(kind, repro_options, scenario.name))
         kind.run_scenario(state, sampler)
+        if not diagnosed and any(f.kind == "failure" for f in state.findings):
+            diagnosed = kind.diagnose(state, sampler)
         findings += state.findings
         records += state.records
         summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))

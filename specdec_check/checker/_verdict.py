@@ -7,7 +7,7 @@ from ._report import ScenarioSummary
 __all__ = ["OUTPUT_LAW_CHECKS", "classify", "verifier_summary"]
 
 #: Law checks whose failure means the output law is wrong (not merely inefficient).
-OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_invariance")
+OUTPUT_LAW_CHECKS = ("first_token", "stop_conditional", "step_law", "batch_invariance", "completed")
 #: Checks of how often drafts are accepted: alone, their failure means lossless but inefficient.
 ACCEPTANCE_CHECKS = ("accepted_count", "efficiency")
 
@@ -19,9 +19,10 @@ def classify(run, counts) -> None:
     every output-law test passed and the verifier accepts less than the standard rule: then it is
     lossless but inefficient. Fully accepted steps without a bonus token are an inefficiency.
     """
-    records = [r for r in run.records if r.check in OUTPUT_LAW_CHECKS + ACCEPTANCE_CHECKS]
+    acceptance_checks = ACCEPTANCE_CHECKS if run.options.rule == "standard" else ()  # "any": judged by the check
+    records = [r for r in run.records if r.check in OUTPUT_LAW_CHECKS + acceptance_checks]
     output_law_bad = [r for r in records if r.check in OUTPUT_LAW_CHECKS and not r.passed]
-    acceptance_bad = [r for r in records if r.check in ACCEPTANCE_CHECKS and not r.passed]
+    acceptance_bad = [r for r in records if r.check in acceptance_checks and not r.passed]
     measured = counts.accepted_total / max(run.samples, 1)
     optimal = counts.accepted_expected / max(run.samples, 1)
     for r in output_law_bad:
@@ -72,5 +73,8 @@ def verifier_summary(run, counts, elapsed: float) -> ScenarioSummary:
         acceptance_expected=float(probs @ repeats / trials) if trials else None,
         tokens_per_step_measured=counts.emitted_total / n,
         tokens_per_step_expected=1.0 + counts.accepted_expected / n,
+        accepted_per_step=counts.accepted_total / n if run.samples else None,
+        standard_accepted_per_step=counts.accepted_expected / n if run.samples else None,
+        optimal_accepted_per_step=counts.optimal_expected / n if run.samples else None,
         elapsed_s=elapsed, stopped_early=bool(run.stopped),
     )

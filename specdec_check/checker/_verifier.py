@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
+
+import numpy as np
+
+from .. import stats
 
 from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS
 from ..scenarios import VerifierScenario, VerifierScreen, default_verifier_battery
@@ -13,12 +18,14 @@ from ._callables import VERIFIER_KEYWORDS
 from ._kinds import SamplerKind
 from ._options import check_options
 from ._report import CheckReport
+from ._scenario_run import ScenarioRun
 from ._session import run
 from ._verdict import classify, verifier_summary
 from ._xp import concat, is_host
 from .checks import StepCounts, locate
 from .checks._efficiency import Efficiency
 from .checks._laws import LawChecks, cells_per_call
+from .checks._completed import CompletedLaw
 from .checks._non_finite import NonFiniteProbe
 from .checks._randomness import BatchInvariance, Determinism, Independence
 from .checks._screen import run_screen, screen_plan
@@ -34,22 +41,30 @@ VERIFIER_CHECKS = (
     "first_token",
     "stop_conditional",
     "accepted_count",
+    "completed",
     "efficiency",
     "determinism",
     "independence",
     "batch_invariance",
 )
+#: Checks of the standard rule's own laws: under rule="any" they do not apply (another lossless rule
+#: has other per-path laws); the rule-agnostic "completed" tests decide instead.
+STANDARD_ONLY_CHECKS = ("step_law", "stop_conditional", "accepted_count", "batch_invariance")
+#: The checks each rule selects by default: "completed" costs calls the standard rule's own tests
+#: make redundant, so it runs by default under "any" only (selectable under both).
+DEFAULT_CHECKS = {"standard": tuple(c for c in VERIFIER_CHECKS if c != "completed"),
+                  "any": tuple(c for c in VERIFIER_CHECKS if c not in STANDARD_ONLY_CHECKS)}
 
 #: The checks of a battery scenario, in the order they start and finish: the law tests draw their
 #: PIT stream before the non-finite probe calls, efficiency is judged before the randomness
 #: checks make their own calls (the order fixes the draws, so a seed replays a run).
-SCENARIO_CHECKS = (LawChecks, NonFiniteProbe, Efficiency, Determinism, Independence, BatchInvariance)
+SCENARIO_CHECKS = (LawChecks, CompletedLaw, NonFiniteProbe, Efficiency, Determinism, Independence, BatchInvariance)
 
 
-def _plan(scenario, selection) -> list:
+def _plan(scenario, options) -> list:
     if isinstance(scenario, VerifierScreen):
-        return screen_plan(scenario, selection)
-    return [test for check in SCENARIO_CHECKS for test in check.plan(scenario, selection)]
+        return screen_plan(scenario, options)
+    return [test for check in SCENARIO_CHECKS for test in check.plan(scenario, options)]
 
 
 def _prepare(scenarios, selection):
@@ -92,10 +107,13 @@ def _run_scenario(run, verify) -> None:
     caller, counts = VerifierCaller(run, verify), StepCounts()
     checks = [check(run, caller, counts) for check in SCENARIO_CHECKS]
     laws = checks[0]
-    calls = laws.calls_planned()
+    # Huge calls reuse a block of inputs only when a planned test feeds on reused calls.
+    reuse = reuse_count(cells_per_call(run.scenario)) if laws.uses_reuse else 1
+    mode = run.mode
+    needed = max(check.calls_needed(reuse) for check in checks if hasattr(check, "calls_needed"))
+    calls = int(max(1, min(mode.max_law_calls, needed, mode.max_law_cells // cells_per_call(run.scenario))))
     for check in checks:
         check.start()
-    reuse = reuse_count(cells_per_call(run.scenario))
     block, inputs = None, caller.pool_of(windows=-(-calls // reuse))
     done = 0
     while done < calls:
@@ -136,16 +154,58 @@ def _run_scenario(run, verify) -> None:
     run.summary = verifier_summary(run, counts, time.perf_counter() - started)
 
 
+def _diagnose(run, verify) -> bool:
+    """After the first failing battery scenario under the standard rule: run the rule-agnostic test
+    there (fresh calls, its own false-alarm budget equal to the run's, which the verdict does not
+    use) and say what the output law shows, in the first failure's message and evidence. Returns
+    whether it ran (once per run)."""
+    if (run.options.rule != "standard" or isinstance(run.scenario, VerifierScreen) or "completed" in run.planned
+            or set(DEFAULT_CHECKS["standard"]) - set(run.options.checks)):
+        return False  # a full standard-rule run only (a one-check run, as the suite makes, stays one check)
+    options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"),
+                                  monitor=run.options.monitor)
+    plan = CompletedLaw.plan(run.scenario, options)
+    sub = ScenarioRun(run.scenario, plan, options, stats.AlphaLedger(run.options.alpha, planned=len(plan)),
+                      np.random.default_rng(run.rng.integers(2**63)), run.repro)
+    _run_scenario(sub, verify)
+    run.calls += sub.calls
+    records = [r for r in sub.records if r.check == "completed"]
+    failures = [f for f in sub.findings if f.kind == "failure"]
+    if failures and not records:
+        text = f"the rule-agnostic test could not run: {failures[0].message}"
+        evidence = {"verdict": "not run"}
+    elif any(not r.passed for r in records):
+        worst = max((r for r in records if not r.passed), key=lambda r: r.details.get("tv_lower", 0.0))
+        lower, upper = worst.details.get("tv_lower", 0.0), worst.details.get("tv_upper")
+        bound = (f"TV at least {lower:.3g}" if lower > 0 else "its TV not yet bounded away from 0 at this sample size")
+        if upper is not None:
+            bound += f", at most {upper:.3g}"
+        text = (f"the completed output law differs from the target's (rule-agnostic test, p = {worst.pvalue:.3g}; "
+                f"{bound}, each at confidence 1 - {worst.alpha:.2g})")
+        evidence = {"verdict": "lossy", "tv_lower": lower, "tv_upper": upper, "pvalue": worst.pvalue}
+    else:
+        resolution = min((r.min_detectable_tv for r in records if r.min_detectable_tv is not None), default=None)
+        text = ("the rule-agnostic test detected no loss" + (f" at TV resolution {resolution:.3g}" if resolution else "")
+                + ": if this verifier implements another lossless rule (block verification, sampled match, ...), "
+                "check it with rule='any' (--rule any)")
+        evidence = {"verdict": "no loss detected", "resolution": resolution}
+    first = next(i for i, f in enumerate(run.findings) if f.kind == "failure")
+    finding = run.findings[first]
+    run.findings[first] = dataclasses.replace(finding, message=f"{finding.message} [{text}]",
+                                              evidence={**finding.evidence, "rule_agnostic": evidence})
+    return True
+
+
 VERIFIER = SamplerKind(
     name="verifier", command=KINDS["verifier"].command, keywords=VERIFIER_KEYWORDS, scenario_type=VerifierScenario,
     default_battery=default_verifier_battery, checks=VERIFIER_CHECKS, plan=_plan, run_scenario=_run_scenario,
-    prepare=_prepare,
+    prepare=_prepare, diagnose=_diagnose, rule_checks=DEFAULT_CHECKS,
 )
 
 
 def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
-                   strict=False, name=None, monitor=None) -> CheckReport:
+                   strict=False, name=None, monitor=None, rule="standard") -> CheckReport:
     """Check that ``verify`` reproduces the exact law of one speculative step.
 
     ``verify(*, draft_token_ids, draft_probs, target_probs, generator)`` is run on every
@@ -163,7 +223,8 @@ def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT
     the mode's design TV; otherwise it is ``"inconclusive"``. Robustness policies (a row of NaN
     probabilities, degenerate shapes such as gamma = 0) give warnings, failures under ``strict``.
     """
-    options = check_options(VERIFIER_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name,
-                            monitor=monitor)
+    known = VERIFIER.allowed_checks(rule) if rule in DEFAULT_CHECKS else VERIFIER_CHECKS
+    options = check_options(known, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed, alpha=alpha,
+                            checks=DEFAULT_CHECKS.get(rule) if checks is None else checks, progress=progress,
+                            strict=strict, name=name, monitor=monitor, rule=rule)
     return run(VERIFIER, verify, scenarios, options)

@@ -35,9 +35,30 @@ from ._sampling_params import (
     processed_target_probs,
 )
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
+from ._tree import (
+    DRAFTING_SCHEMES,
+    RULES,
+    ThresholdRule,
+    TreeLaws,
+    check_tree,
+    enumerate_tree_drafts,
+    tree_accepted_length_law,
+    tree_completed_law,
+    tree_depth,
+    tree_emitted_law,
+    tree_expected_accepted_length,
+    tree_laws_of,
+    tree_loss_tv,
+    tree_sequence_law,
+    tree_step_law,
+)
 
 __all__ = [
     "BlockWeights",
+    "DRAFTING_SCHEMES",
+    "RULES",
+    "ThresholdRule",
+    "TreeLaws",
     "PROCESSING_STEPS",
     "SamplingProcessing",
     "VLLM_V1_PROCESSING",
@@ -76,4 +97,15 @@ __all__ = [
     "stationary_contexts",
     "step_law",
     "target_completed_law",
+    "check_tree",
+    "enumerate_tree_drafts",
+    "tree_accepted_length_law",
+    "tree_completed_law",
+    "tree_depth",
+    "tree_emitted_law",
+    "tree_expected_accepted_length",
+    "tree_laws_of",
+    "tree_loss_tv",
+    "tree_sequence_law",
+    "tree_step_law",
 ]

@@ -10,9 +10,11 @@ after a rejection at ``k``, ``p_gamma`` after full acceptance.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["acceptance", "count_law", "residual_rows", "step_law_given_acceptance"]
+__all__ = ["BlockWeights", "acceptance", "block_weights", "count_law", "residual_rows", "step_law_given_acceptance"]
 
 
 def acceptance(ids, draft_probs, target_probs):
@@ -53,3 +55,48 @@ def count_law(accept):
         reach = reach * accept[:, k]
     law[:, gamma] = reach
     return law
+
+
+@dataclass(frozen=True)
+class BlockWeights:
+    """The quantities of Algorithm 2 (Sun et al., ICLR 2025) along each drafted row.
+
+    ``weights`` [B, gamma+1]: ``w_0 = 1``, ``w_i = min(w_{i-1} p_i(x_i) / q_i(x_i), 1)``.
+    ``residual_mass`` [B, gamma]: ``r_i = sum_x max(w_i p_{i+1}(x) - q_{i+1}(x), 0)`` for i = 0..gamma-1.
+    ``stop_probs`` [B, gamma+1]: ``h_0 = 1`` (tau = 0 when no coin passes), ``h_i = r_i / (r_i + 1 - w_i)``
+    for 0 < i < gamma (0 when the denominator is 0), ``h_gamma = w_gamma``.
+    ``accepted_count_law`` [B, gamma+1]: ``P(tau = i) = h_i prod_{j>i} (1 - h_j)``.
+    """
+
+    weights: np.ndarray
+    residual_mass: np.ndarray
+    stop_probs: np.ndarray
+    accepted_count_law: np.ndarray
+
+
+def block_weights(ids, draft_probs, target_probs) -> BlockWeights:
+    """Block verification's weights along each drafted row, unvalidated (:func:`specdec_check.exact.block_weights`;
+    Sun et al., ICLR 2025, Algorithm 2)."""
+    batch, gamma = ids.shape
+    p_at = np.take_along_axis(target_probs[:, :gamma], ids[..., None], axis=2)[..., 0]
+    q_at = np.take_along_axis(draft_probs, ids[..., None], axis=2)[..., 0]
+    weights = np.ones((batch, gamma + 1))
+    for i in range(1, gamma + 1):
+        prev, p, q = weights[:, i - 1], p_at[:, i - 1], q_at[:, i - 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.where(q > 0, prev * p / np.where(q > 0, q, 1.0), np.where((p > 0) & (prev > 0), 1.0, 0.0))
+        weights[:, i] = np.minimum(scaled, 1.0)
+    residual_mass = np.maximum(weights[:, :gamma, None] * target_probs[:, :gamma] - draft_probs, 0.0).sum(axis=2)
+    stop = np.ones((batch, gamma + 1))
+    if gamma:
+        denominator = residual_mass[:, 1:] + 1.0 - weights[:, 1:gamma]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = residual_mass[:, 1:] / np.where(denominator > 0, denominator, 1.0)
+        # h_i <= 1 in exact arithmetic (w_i <= 1); clipping undoes the rounding of r_i + 1 - w_i
+        stop[:, 1:gamma] = np.where(denominator > 0, np.minimum(ratio, 1.0), 0.0)
+        stop[:, gamma] = weights[:, gamma]
+    # P(tau = i) = h_i prod_{j > i} (1 - h_j), with h_0 = 1
+    survive = np.ones((batch, gamma + 2))
+    survive[:, : gamma + 1] = np.cumprod((1.0 - stop)[:, ::-1], axis=1)[:, ::-1]  # prod_{j >= i} (1 - h_j)
+    count_law = stop * survive[:, 1:]
+    return BlockWeights(weights, residual_mass, stop, count_law)

@@ -1,7 +1,8 @@
-"""Reference samplers: exact implementations of the two plug-in contracts.
+"""Reference samplers: exact implementations of the plug-in contracts.
 
-``numpy_verify`` / ``numpy_generate`` always; ``torch_verify`` / ``torch_generate``
-when torch is installed (imported lazily, so ``import specdec_check`` never loads torch).
+``numpy_verify`` / ``numpy_generate`` and the tree verifiers ``numpy_verify_tree_*`` always;
+``torch_verify`` / ``torch_generate`` / ``torch_verify_tree_*`` when torch is installed
+(imported lazily, so ``import specdec_check`` never loads torch).
 ``block_verify`` / ``torch_block_verify``: block verification (Sun et al., ICLR 2025),
 a lossless verifier that is not the standard rule. ``complete_with_target`` and
 ``rosenblatt_pit``: the rule-agnostic exactness test's completion and transform.
@@ -13,24 +14,23 @@ from ._numpy_generate import check_generate_args, numpy_generate
 from ._numpy_verify import numpy_verify
 from ._ragged_numpy import numpy_ragged_verifier, numpy_ragged_verify
 from ._rosenblatt import RosenblattPIT, complete_with_target, rosenblatt_pit
+from ._tree_numpy import numpy_verify_tree_iid, numpy_verify_tree_topk, numpy_verify_tree_without_replacement
 
 __all__ = ["RosenblattPIT", "block_verify", "categorical", "check_generate_args", "complete_with_target",
-           "numpy_generate", "numpy_ragged_verifier",
-           "numpy_ragged_verify", "numpy_verify", "rosenblatt_pit", "torch_block_verify", "torch_generate", "torch_ragged_verifier",
-           "torch_ragged_verify", "torch_verify"]
+           "numpy_generate", "numpy_ragged_verifier", "numpy_ragged_verify", "numpy_verify", "numpy_verify_tree_iid",
+           "numpy_verify_tree_topk", "numpy_verify_tree_without_replacement", "rosenblatt_pit", "torch_block_verify",
+           "torch_generate", "torch_ragged_verifier", "torch_ragged_verify", "torch_verify", "torch_verify_tree_iid",
+           "torch_verify_tree_topk", "torch_verify_tree_without_replacement"]
+
+_TORCH = {"torch_verify": "_torch", "torch_generate": "_torch", "torch_block_verify": "_torch_block",
+          "torch_verify_tree_iid": "_tree_torch", "torch_verify_tree_topk": "_tree_torch",
+          "torch_verify_tree_without_replacement": "_tree_torch", "torch_ragged_verify": "_ragged_torch",
+          "torch_ragged_verifier": "_ragged_torch"}
 
 
 def __getattr__(name):
-    if name in ("torch_verify", "torch_generate"):
-        from . import _torch
+    if name in _TORCH:
+        import importlib
 
-        return getattr(_torch, name)
-    if name in ("torch_ragged_verify", "torch_ragged_verifier"):
-        from . import _ragged_torch
-
-        return getattr(_ragged_torch, name)
-    if name == "torch_block_verify":
-        from . import _torch_block
-
-        return _torch_block.torch_block_verify
+        return getattr(importlib.import_module(f"{__name__}.{_TORCH[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,10 @@ law, efficiency against the optimal acceptance, target == draft accepts every
 draft, disjoint supports reject at the first position, determinism for a fixed
 generator state, independence across calls and rows, batch invariance, and the
 output contract. Of a decode loop (``test_generator_properties.py``): the joint
-law of the generated tokens and target calls per token.
+law of the generated tokens and target calls per token. Of a tree verifier
+(``test_tree_verifier_properties.py``, ``--specdec-tree-verifier``, its scheme from
+``verify_tree.drafting``, top-k by default): the tree contract, the emitted sequence's
+law and the accepted length.
 
 Every example draws its inputs and the sampler's seed with Hypothesis, so a
 failure replays and shrinks; statistical examples take their alpha from the
@@ -24,6 +27,7 @@ __all__ = [
     "DEFAULT_EXAMPLE_ALPHA",
     "GENERATOR_PROPERTIES",
     "PROFILES",
+    "TREE_VERIFIER_PROPERTIES",
     "VERIFIER_PROPERTIES",
     "Check",
     "GeneratorCase",
@@ -44,6 +48,7 @@ _HOMES = {
     "SuiteSession": "_session",
     "GENERATOR_PROPERTIES": "_properties",
     "VERIFIER_PROPERTIES": "_properties",
+    "TREE_VERIFIER_PROPERTIES": "_properties",
     "Check": "_properties",
     "GeneratorCase": "_properties",
     "Property": "_properties",

@@ -14,6 +14,7 @@ the sampler's outputs directly and spend no alpha.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +26,7 @@ from specdec_check.strategies import ModelPair, VerifierInputs, markov_model_pai
 
 __all__ = [
     "GENERATOR_PROPERTIES",
+    "TREE_VERIFIER_PROPERTIES",
     "VERIFIER_PROPERTIES",
     "Check",
     "GeneratorCase",
@@ -53,12 +55,28 @@ def _name(sampler) -> str:
     return qualified_name(sampler)
 
 
+def _lit(value) -> str:
+    """A Python literal with double-quoted strings (so the shell-quoted ``python -c`` line stays readable)."""
+    import json
+
+    if isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        return json.dumps(list(value) if isinstance(value, tuple) else value)
+    return repr(value)
+
+
 def _array_src(arr: np.ndarray) -> str:
     return f"np.array({np.asarray(arr).tolist()!r})"
 
 
-def _options_src(options: dict) -> str:
-    return "".join(f", {k}={v!r}" for k, v in options.items() if v is not None and not (k == "backend" and v == "numpy"))
+def _checker_options(options: dict, *, kind: str = "verifier") -> dict:
+    """The suite's options as check_* keywords (the rule applies to verifiers only)."""
+    keys = ("backend", "device", "dtype", "strict") + (("rule",) if kind == "verifier" else ())
+    return {k: options[k] for k in keys if options.get(k) is not None}
+
+
+def _options_src(options: dict, *, kind: str = "verifier") -> str:
+    return "".join(f", {k}={_lit(v)}" for k, v in _checker_options(options, kind=kind).items()
+                   if not (k == "backend" and v == "numpy") and not (k == "strict" and v is False))
 
 
 def _fail(title: str, evidence: dict, repro: str, report=None):
@@ -86,13 +104,18 @@ def _call_verifier(verify, inputs: VerifierInputs, seed: int, options: dict) -> 
     return np.asarray(backend.to_host(out)), mutated
 
 
+def _python_repro(code: str) -> str:
+    """``python -c CODE``, shell-quoted: pasting it into a shell runs exactly ``code``."""
+    return shlex.join(["python", "-c", code])
+
+
 def _structural_repro(verify, inputs: VerifierInputs, seed: int, options: dict) -> str:
-    return (
-        "python -c \"import numpy as np, pkgutil; from specdec_check.checker import make_backend; "
-        f"b = make_backend({options.get('backend') or 'numpy'!r}, device={options.get('device')!r}, "
-        f"dtype={options.get('dtype')!r}); v = pkgutil.resolve_name({_name(verify)!r}); "
+    return _python_repro(
+        "import numpy as np, pkgutil; from specdec_check.checker import make_backend; "
+        f"b = make_backend({_lit(options.get('backend') or 'numpy')}, device={_lit(options.get('device'))}, "
+        f"dtype={_lit(options.get('dtype'))}); v = pkgutil.resolve_name({_lit(_name(verify))}); "
         f"print(v(**b.verifier_inputs(np.array({inputs.draft_token_ids.tolist()!r}), "
-        f"{_array_src(inputs.draft_probs)}, {_array_src(inputs.target_probs)}), generator=b.generator({seed})))\""
+        f"{_array_src(inputs.draft_probs)}, {_array_src(inputs.target_probs)}), generator=b.generator({seed})))"
     )
 
 
@@ -112,19 +135,19 @@ def _check_verifier(verify, inputs: VerifierInputs, check: str, *, seed: int, al
 
     scenario, reps = _rows_scenario(inputs)
     report = check_verifier(verify, scenarios=[scenario], mode=MODE, checks=[check], seed=seed, alpha=alpha,
-                            **{k: v for k, v in options.items() if v is not None})
+                            name=_name(verify), **_checker_options(options))
     note(f"{check}: {inputs!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
     bad = [f for f in report.findings if f.kind in fail_on]
     if bad:
-        repro = (
-            "python -c \"import numpy as np, pkgutil; from specdec_check.checker import check_verifier; "
+        repro = _python_repro(
+            "import numpy as np, pkgutil; from specdec_check.checker import check_verifier; "
             "from specdec_check.scenarios import VerifierScenario; "
-            f"v = pkgutil.resolve_name({_name(verify)!r}); "
-            f"s = VerifierScenario.from_rows('repro', target_probs=np.tile({_array_src(inputs.target_probs)}, "
+            f"v = pkgutil.resolve_name({_lit(_name(verify))}); "
+            f"s = VerifierScenario.from_rows({_lit(scenario.name)}, target_probs=np.tile({_array_src(inputs.target_probs)}, "
             f"({reps}, 1, 1))[:{ROWS_PER_CALL}], draft_probs=np.tile({_array_src(inputs.draft_probs)}, "
             f"({reps}, 1, 1))[:{ROWS_PER_CALL}]); "
-            f"print(check_verifier(v, scenarios=[s], mode={MODE!r}, checks=[{check!r}], seed={seed}, "
-            f"alpha={alpha!r}{_options_src(options)}).summary())\""
+            f"print(check_verifier(v, scenarios=[s], mode={_lit(MODE)}, checks=[{_lit(check)}], seed={seed}, "
+            f"alpha={alpha!r}{_options_src(options)}).summary())"
         )
         evidence = {"inputs": repr(inputs), "seed": seed, "alpha": f"{alpha:.3g}"}
         for f in bad:
@@ -217,40 +240,60 @@ class Property:
     kind: str
     statistical: bool
     run: Callable = field(repr=False)
-    strategies: Callable[[], dict] = field(repr=False)
+    strategies: Callable[[dict], dict] = field(repr=False)
     doc: str = ""
+    #: A law of the standard rule itself: skipped when verifiers are judged under rule="any".
+    standard_only: bool = False
 
     @property
     def test_name(self) -> str:
         """The name Hypothesis reports a falsifying example under (``test_<name>``, ``test_generator_<name>``)."""
-        return f"test_{self.name}" if self.kind == "verifier" else f"test_generator_{self.name}"
+        return f"test_{self.name}" if self.kind != "generator" else f"test_generator_{self.name}"
 
-    def check(self, sampler, *, ledger=None, options=None) -> None:
+    def check(self, sampler, *, ledger=None, options=None, isolate: bool = True) -> None:
         """Run the property on ``sampler`` as a Hypothesis test.
 
         With a ledger (the ``specdec_ledger`` fixture) each statistical example takes its alpha
         from it and the test runs under the suite's Hypothesis settings; without one, under the
         active profile at :data:`~specdec_check.suite._session.DEFAULT_EXAMPLE_ALPHA`. ``options``
         (the ``specdec_checker_options`` fixture) gives backend, device and dtype.
+
+        ``isolate`` (the default) runs the test in a forked child
+        (:func:`specdec_check._isolation.run_isolated`): a sampler that calls ``os._exit(0)``,
+        ``sys.exit`` or kills its process then fails this property instead of ending pytest with
+        status 0. Alpha spent in the child is spent in the ledger too.
         """
-        from hypothesis import given, settings
-
-        from ._session import DEFAULT_EXAMPLE_ALPHA
-
         options = dict(options or {"backend": "numpy"})
-        statistical = self.statistical and ledger is not None
-        run = self.run
+        if self.standard_only and options.get("rule", "standard") != "standard":
+            import pytest
 
-        def body(**drawn):
-            run(sampler, alpha=ledger.alpha() if statistical else DEFAULT_EXAMPLE_ALPHA, options=options, **drawn)
+            pytest.skip(f"{self.name!r} tests the standard rule's own law; under rule={options['rule']!r} the "
+                        "'completed' property decides")
+        if not isolate:
+            return _run_property(self, sampler, ledger, options)
+        from .._isolation import IsolationError, run_isolated
 
-        body.__name__ = body.__qualname__ = self.test_name
-        chosen = ledger.settings() if ledger is not None else settings()
-        chosen(given(**self.strategies())(body))()
+        try:
+            spent = run_isolated(_run_property, self, sampler, ledger, options)
+        except IsolationError as exc:
+            raise AssertionError(f"{_name(sampler)}: the {self.name!r} property did not finish: the sampler "
+                                 f"{exc.how} (a sampler must return or raise an Exception, never end or kill its "
+                                 "process)") from None
+        if ledger is not None:
+            ledger.absorb(spent)
 
 
-def _inputs(**kw) -> Callable[[], dict]:
-    return lambda: {"inputs": verifier_inputs(**kw), "seed": seeds()}
+#: The suite's default domain is the contract's (gamma >= 1, V >= 2); degenerate shapes (gamma = 0,
+#: V = 1) are drawn only with --specdec-degenerate (options["degenerate"]).
+DOMAIN = {"min_gamma": 1, "min_vocab": 2}
+
+
+def _inputs(**kw) -> Callable[[dict], dict]:
+    def strategies(options: dict) -> dict:
+        domain = {} if options.get("degenerate") else {k: max(v, kw.get(k, 0)) for k, v in DOMAIN.items()}
+        return {"inputs": verifier_inputs(**{**kw, **domain}), "seed": seeds()}
+
+    return strategies
 
 
 _STAT = {"max_rows": 3, "max_gamma": 3, "max_vocab": 6}
@@ -266,19 +309,21 @@ VERIFIER_PROPERTIES = {
         Property("determinism", "verifier", False, verifier_determinism, _inputs(),
                  "determinism for a fixed generator state"),
         Property("step_law", "verifier", True, _statistical("step_law"), _inputs(**_STAT),
-                 "the step law P(k accepted, final token y) along each drafted path"),
+                 "the step law P(k accepted, final token y) along each drafted path", standard_only=True),
         Property("first_token", "verifier", True, _statistical("first_token"), _inputs(**_STAT),
                  "the first emitted token follows the first target row"),
         Property("stop_conditional", "verifier", True, _statistical("stop_conditional"), _inputs(min_gamma=1, **_STAT),
-                 "the token at the stop position follows the residual (or bonus) law"),
+                 "the token at the stop position follows the residual (or bonus) law", standard_only=True),
         Property("accepted_count", "verifier", True, _statistical("accepted_count"), _inputs(min_gamma=1, **_STAT),
-                 "the number of accepted drafts follows its exact law"),
+                 "the number of accepted drafts follows its exact law", standard_only=True),
+        Property("completed", "verifier", True, _statistical("completed"), _inputs(min_gamma=1, **_STAT),
+                 "one step completed by the exact target follows the target's law (any lossless rule)"),
         Property("efficiency", "verifier", True, _statistical("efficiency", ("failure", "inefficiency")),
                  _inputs(min_gamma=1, **_STAT), "accepts as often as the optimal rule min(1, p/q)"),
         Property("independence", "verifier", True, _statistical("independence"),
                  _inputs(**{**_STAT, "min_rows": 2}), "outputs independent across calls and across rows"),
         Property("batch_invariance", "verifier", True, _statistical("batch_invariance"), _inputs(**_STAT),
-                 "a row's law does not depend on the rows beside it"),
+                 "a row's law does not depend on the rows beside it", standard_only=True),
     ]
 }
 
@@ -303,9 +348,12 @@ class GeneratorCase:
 
 
 @st.composite
-def generator_cases(draw, *, max_vocab: int = 3, max_gamma: int = 3, max_new_tokens: int = 3,
+def generator_cases(draw, *, max_vocab: int = 3, max_gamma: int = 3, max_new_tokens: int = 5,
                     max_prompt: int = 2) -> GeneratorCase:
-    """A :class:`GeneratorCase` small enough for the exact joint law of the generated tokens."""
+    """A :class:`GeneratorCase` small enough for the exact joint law of the generated tokens (at most
+    3^5 = 243 outcomes). Up to 5 new tokens leave room for a step after a fully accepted one (gamma up
+    to 3), where a loop that forgets to feed its bonus token back shows: with at most 3 tokens the
+    joint property caught such a loop in 7 of 200 examples, with 5 in 44 of 200."""
     models = draw(markov_model_pairs(min_vocab=2, max_vocab=max_vocab))
     vocab = models.vocab_size
     prompt = tuple(draw(st.lists(st.integers(0, vocab - 1), max_size=max_prompt)))
@@ -320,20 +368,20 @@ def _check_generator(generate, case: GeneratorCase, check: str, *, seed: int, al
     scenario = GeneratorScenario(f"suite-{case.models.case}", case.models.target, case.models.draft, case.gamma,
                                  case.max_new_tokens, prompts=prompts)
     report = checker.check_generator(generate, scenarios=[scenario], mode=MODE, checks=[check], seed=seed,
-                                     alpha=alpha, **{k: v for k, v in options.items() if v is not None})
+                                     alpha=alpha, name=_name(generate), **_checker_options(options, kind="generator"))
     note(f"{check}: {case!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
     bad = report.failures
     if bad:
         t, d = case.models.target, case.models.draft
-        repro = (
-            "python -c \"import numpy as np, pkgutil; from specdec_check import MarkovModel; "
+        repro = _python_repro(
+            "import numpy as np, pkgutil; from specdec_check import MarkovModel; "
             "from specdec_check.checker import check_generator; from specdec_check.scenarios import GeneratorScenario; "
-            f"g = pkgutil.resolve_name({_name(generate)!r}); "
-            f"s = GeneratorScenario('repro', MarkovModel({_array_src(t.probs)}, order={t.order}), "
+            f"g = pkgutil.resolve_name({_lit(_name(generate))}); "
+            f"s = GeneratorScenario({_lit(scenario.name)}, MarkovModel({_array_src(t.probs)}, order={t.order}), "
             f"MarkovModel({_array_src(d.probs)}, order={d.order}), {case.gamma}, {case.max_new_tokens}, "
             f"prompts=np.array({prompts.tolist()!r})); "
-            f"print(check_generator(g, scenarios=[s], mode={MODE!r}, checks=[{check!r}], seed={seed}, "
-            f"alpha={alpha!r}{_options_src(options)}).summary())\""
+            f"print(check_generator(g, scenarios=[s], mode={_lit(MODE)}, checks=[{_lit(check)}], seed={seed}, "
+            f"alpha={alpha!r}{_options_src(options, kind='generator')}).summary())"
         )
         evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
         for f in bad:
@@ -349,7 +397,7 @@ def _generator_statistical(check: str):
     return run
 
 
-def _cases() -> dict:
+def _cases(options: dict) -> dict:
     return {"case": generator_cases(), "seed": seeds()}
 
 
@@ -361,6 +409,101 @@ GENERATOR_PROPERTIES = {
                  "target calls per generated token match the exact expectation"),
     ]
 }
+
+
+# --------------------------------------------------------------------------- tree-verifier properties
+
+#: Rows per tree-verifier call in the suite: the drawn case's rows, repeated (fresh drafts every call).
+TREE_ROWS_PER_CALL = 64
+
+
+def _tree_drafting(verify) -> str:
+    """The scheme a tree verifier declares (``verify.drafting``); top-k, the common case, when it does not."""
+    return getattr(verify, "drafting", None) or "topk"
+
+
+def _tree_scenario(case):
+    from specdec_check.scenarios import TreeScenario
+
+    tile = (TREE_ROWS_PER_CALL, 1, 1)
+    return TreeScenario.from_rows("suite-tree", parents=case.parents,
+                                  target_probs=np.tile(case.target_probs[None], tile),
+                                  draft_probs=np.tile(case.draft_probs[None], tile),
+                                  description=f"one drawn tree and its rows, repeated {TREE_ROWS_PER_CALL} times")
+
+
+def _tree_repro(verify, case, check: str, seed: int, alpha: float, options: dict) -> str:
+    return _python_repro(
+        "import numpy as np, pkgutil; from specdec_check.checker import check_tree_verifier; "
+        "from specdec_check.suite._properties import _tree_scenario; from specdec_check.strategies import TreeCase; "
+        f"v = pkgutil.resolve_name({_lit(_name(verify))}); "
+        f"c = TreeCase(np.array({case.parents.tolist()!r}), {_array_src(case.target_probs)}, "
+        f"{_array_src(case.draft_probs)}); "
+        f"print(check_tree_verifier(v, drafting={_lit(_tree_drafting(verify))}, scenarios=[_tree_scenario(c)], "
+        f"mode={_lit(MODE)}, checks=[{_lit(check)}], seed={seed}, alpha={alpha!r}"
+        f"{_options_src(options, kind='tree_verifier')}).summary())"
+    )
+
+
+def _tree_check(check: str, statistical: bool):
+    def run(verify, *, case, seed: int, alpha: float, options: dict) -> None:
+        from specdec_check.checker import check_tree_verifier
+
+        checks = [check] if statistical else ["contract", "impossible"]
+        report = check_tree_verifier(verify, drafting=_tree_drafting(verify), scenarios=[_tree_scenario(case)],
+                                     mode=MODE, checks=checks, seed=seed, alpha=alpha, name=_name(verify),
+                                     **_checker_options(options, kind="tree_verifier"))
+        note(f"{check}: {case!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
+        if report.failures:
+            evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
+            for f in report.failures:
+                evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
+            _fail(f"{_name(verify)} fails the tree {check!r} property", evidence,
+                  _tree_repro(verify, case, checks[0], seed, alpha, options), report)
+
+    run.__name__ = f"tree_{check}"
+    return run
+
+
+def _tree_cases(options: dict) -> dict:
+    from specdec_check.strategies import tree_cases
+
+    return {"case": tree_cases(full_support=True), "seed": seeds()}
+
+
+TREE_VERIFIER_PROPERTIES = {
+    p.name: p for p in [
+        Property("tree_contract", "tree_verifier", False, _tree_check("contract", False), _tree_cases,
+                 "the tree contract (a root path of the tree, then one token) and no event of probability zero"),
+        Property("tree_sequence_law", "tree_verifier", True, _tree_check("sequence_law", True), _tree_cases,
+                 "every position of the emitted sequence follows its exact law given the tree"),
+        Property("tree_accepted_length", "tree_verifier", True, _tree_check("accepted_length", True), _tree_cases,
+                 "the accepted length follows its exact law under the scheme's reference rule"),
+    ]
+}
+
+
+def _run_property(prop: Property, sampler, ledger, options: dict):
+    """The Hypothesis test of ``prop`` on ``sampler``; returns what it spent of ``ledger`` (see
+    :meth:`SuiteLedger.spent_since`), so a forked child's spending reaches the parent's ledger."""
+    from hypothesis import given, settings
+
+    from ._session import DEFAULT_EXAMPLE_ALPHA
+
+    mark = ledger.mark() if ledger is not None else None
+    statistical = prop.statistical and ledger is not None
+    run = prop.run
+
+    def body(**drawn):
+        run(sampler, alpha=ledger.alpha() if statistical else DEFAULT_EXAMPLE_ALPHA, options=options, **drawn)
+
+    body.__name__ = body.__qualname__ = prop.test_name
+    chosen = ledger.settings() if ledger is not None else settings()
+    try:
+        chosen(given(**prop.strategies(options))(body))()
+    finally:
+        spent = ledger.spent_since(mark) if ledger is not None else None
+    return spent
 
 
 class Check:

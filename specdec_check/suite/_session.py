@@ -86,6 +86,20 @@ class SuiteLedger:
             return self.ledger.spend(f"{nodeid}#{n}")
         return self.ledger.per_check
 
+    def mark(self) -> dict:
+        """The examples each test has drawn so far (to measure what a run spends, :meth:`spent_since`)."""
+        return dict(self.calls)
+
+    def spent_since(self, mark: dict) -> dict:
+        """``{nodeid: examples drawn since mark}``: what a run in a forked child spent, for :meth:`absorb`."""
+        return {k: n - mark.get(k, 0) for k, n in self.calls.items() if n > mark.get(k, 0)}
+
+    def absorb(self, spent) -> None:
+        """Spend in this (parent) ledger what a forked child's copy spent (:meth:`spent_since`)."""
+        for nodeid, n in (spent or {}).items():
+            for _ in range(n):
+                self.alpha(nodeid)
+
     def settings(self, **overrides):
         """The suite's Hypothesis settings (see :meth:`SuiteSession.settings`)."""
         if self.session is not None:
@@ -120,9 +134,16 @@ class SuiteSession:
     def options(self) -> dict:
         """``{"backend", "device", "dtype", "strict"}`` for check_verifier / check_generator."""
         sel = self.selections
-        strict = "strict" in sel and str(sel["strict"].value).strip().lower() in ("1", "true", "yes", "on")
-        return {"backend": sel["backend"].value, "device": sel["device"].value, "dtype": sel["dtype"].value,
-                "strict": strict}
+        def flag(name):
+            return name in sel and str(sel[name].value).strip().lower() in ("1", "true", "yes", "on")
+
+        options = {"backend": sel["backend"].value, "device": sel["device"].value, "dtype": sel["dtype"].value,
+                   "strict": flag("strict")}
+        if flag("degenerate"):
+            options["degenerate"] = True
+        if "rule" in sel and sel["rule"].value not in (None, "standard"):
+            options["rule"] = sel["rule"].value  # verifiers only
+        return options
 
     def sampler(self, kind: str):
         """The selected sampler of ``kind`` ("verifier" or "generator"), imported."""
@@ -184,6 +205,14 @@ class SuiteSession:
             f"dtype {sel['dtype'].value or 'default'} ({sel['dtype'].source}); "
             f"false-alarm budget alpha={self.alpha:g} per run ({sel['alpha'].source})",
         ]
+        degenerate = self.options().get("degenerate")
+        lines.append("specdec-check: verifier inputs drawn with 1-4 rows, gamma " + ("0" if degenerate else "1")
+                     + "-4, V " + ("1" if degenerate else "2") + "-8 (statistical properties: gamma <= 3, V <= 6, "
+                     "tiled to 64 rows per call); decode loops: V 2-3, gamma 1-3, 1-5 new tokens"
+                     + ("" if degenerate else "; degenerate shapes (gamma = 0, V = 1) need --specdec-degenerate"))
+        if self.options().get("rule"):
+            lines.append(f"specdec-check: verifiers judged under rule {self.options()['rule']!r} "
+                         f"({sel['rule'].source}): only exactness decides")
         if self.options()["strict"]:
             lines.append(f"specdec-check: robustness warnings count as failures (strict, {sel['strict'].source})")
         env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("SPECDEC")}

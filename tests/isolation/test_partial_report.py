@@ -30,7 +30,7 @@ def run():
     data = report.to_dict()
     header = {k: data[k] for k in ("report_version", "kind", "sampler", "mode", "backend", "device", "dtype",
                                    "tolerance", "seed", "alpha", "alpha_per_check", "design_tv", "checks", "strict",
-                                   "screen")}
+                                   "screen", "rule")}
     parts = [{"index": i, "findings": [f for f in data["findings"] if f["scenario"] == s["name"]],
               "records": [r for r in data["results"] if r["scenario"] == s["name"]], "summary": s}
              for i, s in enumerate(data["scenarios"])]
@@ -109,8 +109,8 @@ def test_repro_line_is_shell_quoted_and_complete():
     name = "my scenario $(touch X) `id`"
     line = repro_line("verify", "pkg.mod:verify", options, name)
     assert shlex.split(line) == ["specdec-check", "verify", "pkg.mod:verify", "--mode", "quick", "--seed", "3",
-                                 "--alpha", "0.001", "--scenarios", "my mod:list", "--backend", "torch", "--device",
-                                 "cuda:0", "--dtype", "float16", "--timeout", "2.5", "--checks",
-                                 "contract,first_token", "--scenario", name]
+                                 "--scenarios", "my mod:list", "--scenario", name, "--alpha", "0.001", "--checks",
+                                 "contract,first_token", "--backend", "torch", "--device", "cuda:0", "--dtype",
+                                 "float16", "--timeout", "2.5"]
     assert repro_line("generate", "m:g", {"mode": "quick", "seed": 0, "backend": "numpy"}) == \
         "specdec-check generate m:g --mode quick --seed 0"

@@ -15,9 +15,10 @@ class Check:
     power: str = ""
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
         """The :class:`~specdec_check.checker._kinds.PlannedTest` s this check runs on ``scenario``
-        under the selected check names ``selection`` (each spends one alpha share)."""
+        under ``options`` (the selected check names ``options.checks``, the rule ``options.rule``);
+        each spends one alpha share."""
         return []
 
     def start(self) -> None:

@@ -25,7 +25,8 @@ class GeneratorLaws(Check):
     power = "identity tests sized by samples_for(design TV, min(64, V^2) cells, alpha share), capped by the mode"
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
         tests = []
         if scenario.enumerable:
             if "joint" in selection:

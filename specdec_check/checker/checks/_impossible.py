@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._contract import dropped_final, impossible_events
+from .._contract import STANDARD_ONLY_EVENTS, dropped_final, impossible_events
 
 __all__ = ["structural"]
 
@@ -18,22 +18,36 @@ def structural(run, counts, block, out, parsed, outcome, *, tolerance=None) -> b
     """
     draw = block.draw
     tolerance = run.backend.tolerance if tolerance is None else tolerance
+    events = []
     no_final = parsed.final < 0
     if no_final.any():
         dropped = dropped_final(parsed, draw.draft_token_ids, out)
         if dropped is not None:
-            run.fail("impossible", *dropped)
-            run.stopped = True
-            return False
-        counts.bonus_missing += int(no_final.sum())
+            events.append(dropped)
+        else:
+            counts.bonus_missing += int(no_final.sum())
     if run.selected("impossible"):
-        events = impossible_events(parsed, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
-                                   tolerance=tolerance, gathered=(block.target_at, block.draft_at,
-                                                                  outcome.target, outcome.draft))
-        for message, evidence in events:
+        for message, evidence in impossible_events(parsed, draw.draft_token_ids, draw.draft_probs, draw.target_probs,
+                                                   tolerance=tolerance, gathered=(block.target_at, block.draft_at,
+                                                                                  outcome.target, outcome.draft)):
             evidence["tolerance"] = tolerance
-            run.fail("impossible", message, evidence)
-        if events:
-            run.stopped = True
-            return False
+            events.append((message, evidence))
+    if run.options.rule == "any":  # only what every lossless rule rules out fails; the rest is information
+        for message, evidence in events:
+            if evidence["event"] in STANDARD_ONLY_EVENTS:
+                _nonstandard(run, message, evidence)
+        events = [(m, e) for m, e in events if e["event"] not in STANDARD_ONLY_EVENTS]
+    for message, evidence in events:
+        run.fail("impossible", message, evidence)
+    if events:
+        run.stopped = True
+        return False
     return True
+
+
+def _nonstandard(run, message, evidence) -> None:
+    """Name, once per scenario and kind of event, where the verifier departs from the standard rule."""
+    seen = {f.evidence.get("event") for f in run.findings if f.kind == "nonstandard"}
+    if evidence["event"] not in seen:
+        run.fail("impossible", f"not the standard rule (information under rule='any'): {message}", evidence,
+                 kind="nonstandard")

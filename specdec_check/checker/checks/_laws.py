@@ -40,7 +40,8 @@ class LawChecks(Check):
              "its record states the smallest TV it could detect with power 0.99")
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
         tests = [PlannedTest(name, name) for name in ("first_token", "stop_conditional", "accepted_count")
                  if name in selection and (scenario.gamma or name == "first_token")]
         if "step_law" in selection:
@@ -55,13 +56,20 @@ class LawChecks(Check):
         self.tallies, self.integrated, self.outcomes = {}, None, 0
         self.pit_rng = None
 
-    def calls_planned(self) -> int:
-        """Calls of the scenario's loop: enough samples for the design TV, within the mode's caps."""
-        s, mode = self.run.scenario, self.run.mode
-        planned_n = planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2)
-        n_target = min(planned_n, mode.max_samples)
-        return int(max(1, min(mode.max_law_calls, -(-n_target // s.rows_per_call),
-                              mode.max_law_cells // cells_per_call(s))))
+    @property
+    def uses_reuse(self) -> bool:
+        """Whether a reused block's later calls feed a test (the tests given the drafted paths do; the
+        first token's law holds over fresh drafts only)."""
+        return any(name in self.run.planned for name in ("stop_conditional", "accepted_count", "step_law"))
+
+    def calls_needed(self, reuse: int) -> int:
+        """Calls until the per-row tests can detect the design TV (before the mode's caps): every call
+        feeds the tests given the drafted paths, one call in ``reuse`` the first-token test."""
+        s, mode, planned = self.run.scenario, self.run.mode, self.run.planned
+        if not any(name in planned for name in _PIT_TESTS):
+            return 0
+        n = min(planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2), mode.max_samples)
+        return -(-n * (1 if self.uses_reuse else reuse) // s.rows_per_call)
 
     @property
     def conditional(self) -> bool:

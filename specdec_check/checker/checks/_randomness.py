@@ -86,9 +86,10 @@ class Independence(Check):
     power = "exact one-sided Poisson-binomial collision counts over 200 to 4000 pairs"
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
-        if "independence" not in selection:
-            return []
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
+        if "independence" not in selection or options.rule != "standard":
+            return []  # the collision laws are the standard rule's; under "any" only the screen's pairs apply
         tests = [PlannedTest("independence_calls", "independence")]
         if scenario.rows_per_call >= 2:
             tests.append(PlannedTest("independence_rows", "independence"))
@@ -149,7 +150,8 @@ class BatchInvariance(Check):
     power = "randomized PIT of (k, y) over up to max_calls / 4 single-row calls (at most 16 bins)"
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
         if ("batch_invariance" in selection and scenario.rows_per_call >= BATCH_INVARIANCE_MIN_ROWS
                 and scenario.vocab_size <= PATH_LAW_MAX_VOCAB):
             return [PlannedTest("batch_invariance", "batch_invariance")]

@@ -34,8 +34,9 @@ _TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
           ("stop_conditional", "stop_conditional"))
 
 
-def screen_plan(scenario, selection) -> list:
-    """The screen's planned statistical tests under ``selection`` (none without "screen")."""
+def screen_plan(scenario, options) -> list:
+    """The screen's planned statistical tests under ``options.checks`` (none without "screen")."""
+    selection = options.checks
     return [PlannedTest(test, check) for test, check in _TESTS if check in selection] if "screen" in selection else []
 
 
@@ -153,7 +154,10 @@ class _Screen:
 
     def pairs(self, *, within_call: bool):
         """Identical spread rows, as two rows of one call or in two calls with fresh generators:
-        independent randomness makes them agree with probability 1/1000 per pair."""
+        independent randomness makes them agree with probability 1/1000 per pair. Under rule="any"
+        the first tokens are compared: the draft is one-hot, so every lossless rule's first token
+        follows target row 0 (uniform on 1000 tokens) whatever the rest of its output."""
+        first_only = self.run.options.rule == "any"
         run, s = self.run, self.run.scenario
         alpha = run.spend("independence_rows" if within_call else "independence_calls")
         hits, probs = 0, []
@@ -168,8 +172,13 @@ class _Screen:
                 outputs = None if second is None else (first[0], second[0])
             if outputs is None:
                 return
-            hits += int(np.array_equal(*outputs))
-            probs.append(VerifierBlock(draw, conditional=True).collision_probs()[0])
+            if first_only:
+                hits += int(outputs[0][0] == outputs[1][0])
+                first = draw.target_probs[0, 0]
+                probs.append(float(first @ first))
+            else:
+                hits += int(np.array_equal(*outputs))
+                probs.append(VerifierBlock(draw, conditional=True).collision_probs()[0])
         label = "identical rows within a call" if within_call else "calls with fresh generators on identical rows"
         before = len(run.findings)
         collision_verdict(run, "independence", f"{label} (screen)", hits, np.array(probs), alpha)

@@ -39,7 +39,8 @@ class StepCounts:
 
     def __init__(self):
         self.accepted_total = 0.0
-        self.accepted_expected = 0.0
+        self.accepted_expected = 0.0  # the standard rule's exact expectation on the same rows
+        self.optimal_expected = 0.0  # block verification's (the optimum among valid verifiers, Sun et al. 2025)
         self.emitted_total = 0
         self.first_accepted = 0
         self.first_accept_groups = []
@@ -49,6 +50,7 @@ class StepCounts:
         """A call's accepted and emitted tokens, and the block's expected acceptances."""
         self.accepted_total += float(parsed.accepted.sum())
         self.accepted_expected += block.expected_accepted
+        self.optimal_expected += block.optimal_accepted
         self.emitted_total += int(parsed.emitted.sum())
 
     def add(self, step: Step) -> None:

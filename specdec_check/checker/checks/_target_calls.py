@@ -29,7 +29,8 @@ class TargetCalls(Check):
     power = "one-sided Bernstein bound over 50 to 400 single-row runs"
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
         return [PlannedTest("target_calls", "target_calls")] if "target_calls" in selection else []
 
     def __init__(self, run, caller):

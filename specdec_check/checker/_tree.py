@@ -1,0 +1,201 @@
+"""The tree-verifier kind: check_tree_verifier and the run of one tree scenario.
+
+``verify_tree(*, parents, draft_token_ids, draft_probs, target_probs, generator) -> int [B, depth+1]``
+(:mod:`specdec_check.samplers._tree_numpy` states the contract). The checker drafts every tree
+itself with the declared scheme and judges the outputs under the scheme's reference rule
+(``rule="standard"``): multi-round rejection sampling with the proposal the scheme implies
+(rules.md section 3; :mod:`specdec_check.exact._tree_kernels`).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS
+from ..exact._tree_drafting import DRAFTING_SCHEMES, check_drafting
+from ..scenarios import TreeScenario, default_tree_battery
+from ._kinds import SamplerKind
+from ._options import check_options
+from ._report import CheckReport, ScenarioSummary
+from ._session import run
+from ._tree_caller import TreeCaller
+from .checks._tree_efficiency import TreeEfficiency
+from .checks._tree_laws import TreeCounts, TreeLawChecks, tree_cells_per_call, tree_impossible
+from .checks._tree_probes import TreeNonFiniteProbe, ZeroCoinProbe
+from .checks._tree_randomness import TreeDeterminism, TreeIndependence
+
+__all__ = ["TREE_CHECKS", "TREE_KEYWORDS", "TREE_RULES", "TREE_VERIFIER", "check_tree_verifier", "tree_verifier_kind"]
+
+TREE_KEYWORDS = ("parents", "draft_token_ids", "draft_probs", "target_probs", "generator")
+
+TREE_CHECKS = (
+    "contract",
+    "impossible",
+    "non_finite",
+    "zero_coins",
+    "first_token",
+    "accepted_length",
+    "final_token",
+    "sequence_law",
+    "efficiency",
+    "determinism",
+    "independence",
+)
+
+#: ``rule`` values: "standard" (the scheme's reference rule) and "any" (exactness alone: issue 16).
+TREE_RULES = ("standard", "any")
+
+#: Law checks whose failure means the output law is wrong (not merely inefficient).
+OUTPUT_LAW_CHECKS = ("first_token", "final_token", "sequence_law")
+#: Checks of how often nodes are accepted: alone, their failure means lossless but inefficient.
+ACCEPTANCE_CHECKS = ("accepted_length", "efficiency")
+
+
+def _plan(drafting, scenario, options) -> list:
+    selection = options.checks
+    return (TreeLawChecks.plan(scenario, selection, drafting) + TreeEfficiency.plan(scenario, selection)
+            + TreeIndependence.plan(scenario, selection))
+
+
+def _prepare(drafting, scenarios, selection):
+    """The default tree battery for None, else the list as given (the chain screen does not apply)."""
+    return (default_tree_battery(drafting) if scenarios is None else list(scenarios)), "not a verifier check"
+
+
+def _classify(run, counts) -> None:
+    """Rejected tests to findings, as for chains (:func:`specdec_check.checker._verdict.classify`)."""
+    records = [r for r in run.records if r.check in OUTPUT_LAW_CHECKS + ACCEPTANCE_CHECKS]
+    law_bad = [r for r in records if r.check in OUTPUT_LAW_CHECKS and not r.passed]
+    acceptance_bad = [r for r in records if r.check in ACCEPTANCE_CHECKS and not r.passed]
+    measured = counts.accepted_total / max(run.samples, 1)
+    optimal = counts.accepted_expected / max(run.samples, 1)
+    for r in law_bad:
+        where = r.details.get("test", r.check)
+        run.fail(r.check, f"the {where} law differs from the exact law ({r.method}): p = {r.pvalue:.3g}"
+                 + (f", e-value {r.evalue:.3g}" if r.evalue is not None else "")
+                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples",
+                 {"test": where, "pvalue": r.pvalue, "evalue": r.evalue, "n": r.n,
+                  "worst_cells": r.details.get("worst_cells", []), "tv_plugin": r.tv_plugin})
+    if acceptance_bad:
+        if not law_bad and measured < optimal:
+            run.fail("efficiency", f"lossless but inefficient: accepts {measured:.4f} nodes per step where the "
+                     f"reference rule accepts {optimal:.4f}", {"accepted_per_step": measured, "optimal": optimal,
+                                                                "pvalues": [r.pvalue for r in acceptance_bad]},
+                     kind="inefficiency")
+        else:
+            for r in acceptance_bad:
+                run.fail(r.check, f"the accepted-length law differs from the exact one: accepts {measured:.4f} nodes "
+                         f"per step, exact {optimal:.4f} (p = {r.pvalue:.3g})",
+                         {"accepted_per_step": measured, "optimal": optimal, "pvalue": r.pvalue})
+
+
+def _summary(run, counts, elapsed) -> ScenarioSummary:
+    s = run.scenario
+    probs = counts.probs()
+    n = max(run.samples, 1)
+    return ScenarioSummary(
+        name=s.name, description=s.description, vocab_size=s.vocab_size, gamma=s.depth,
+        rows_per_call=s.rows_per_call, calls=run.calls, samples=run.samples,
+        acceptance_measured=(counts.any_accepted / probs.size) if probs.size else None,
+        acceptance_expected=float(probs.mean()) if probs.size else None,
+        tokens_per_step_measured=counts.emitted_total / n, tokens_per_step_expected=1.0 + counts.accepted_expected / n,
+        elapsed_s=elapsed, stopped_early=bool(run.stopped),
+    )
+
+
+def _run_scenario(drafting, run, verify) -> None:
+    """One scenario: probes, then blocks of drafted trees, one call each, every output tested."""
+    started = time.perf_counter()
+    s = run.scenario
+    caller = TreeCaller(run, verify, drafting, drafting)
+    counts = TreeCounts()
+    if not s.allows(drafting):
+        run.note_skipped("scenario", f"the scenario cannot be drafted with {drafting}")
+        run.summary = _summary(run, counts, 0.0)
+        return
+    laws = TreeLawChecks(run, caller, counts, drafting)
+    efficiency = TreeEfficiency(run, counts)
+    randomness = [TreeDeterminism(run, caller), TreeIndependence(run, caller, tree_cells_per_call(s))]
+    calls = laws.calls_planned()
+    laws.start()
+    for probe in (TreeNonFiniteProbe(run, caller), ZeroCoinProbe(run, caller)):
+        if not run.stopped:
+            probe.start()
+    inputs = caller.pool_of(windows=calls)
+    for _ in range(calls if not run.stopped else 0):
+        block = inputs.next()
+        out, parsed = caller.call(block, run.next_seed())
+        if out is None:
+            break
+        run.samples += out.shape[0]
+        if not tree_impossible(run, block, out, parsed):
+            break
+        counts.add(block, parsed)
+        if not laws.absorb(block, out, parsed, fresh=True) or laws.rejected_early:
+            break
+    laws.finish()
+    efficiency.finish()
+    _classify(run, counts)  # the law findings first: a lossy rule's outputs also collide at another rate
+    for check in randomness:
+        check.finish()
+    run.summary = _summary(run, counts, time.perf_counter() - started)
+
+
+@functools.lru_cache(maxsize=None)
+def tree_verifier_kind(drafting: str) -> SamplerKind:
+    """The tree-verifier :class:`SamplerKind` for trees drafted with ``drafting`` (its battery, its
+    plan and its runs draft with that scheme; its repro lines say ``--drafting``)."""
+    drafting = check_drafting(drafting)
+    names = KINDS["tree_verifier"]
+    return SamplerKind(
+        name="tree_verifier", command=f"{names.command} --drafting {drafting}", keywords=TREE_KEYWORDS,
+        scenario_type=TreeScenario, default_battery=functools.partial(default_tree_battery, drafting),
+        checks=TREE_CHECKS, plan=functools.partial(_plan, drafting),
+        run_scenario=functools.partial(_run_scenario, drafting), prepare=functools.partial(_prepare, drafting),
+    )
+
+
+#: The tree-verifier kind for the default scheme (top-k); :func:`tree_verifier_kind` gives the others.
+TREE_VERIFIER = tree_verifier_kind("topk")
+
+
+def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND,
+                        seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, rule="standard", progress=None, checks=None,
+                        device=None, dtype=None, strict=False, name=None, monitor=None) -> CheckReport:
+    """Check that the tree verifier ``verify_tree`` reproduces the exact law of one tree step.
+
+    ``verify_tree(*, parents, draft_token_ids, draft_probs, target_probs, generator)`` returns int
+    [B, depth + 1]: the accepted root path's tokens, the final token, -1 padding. ``drafting`` says
+    how the verifier's drafter chooses children: ``"iid"`` (independently: SpecInfer, Medusa-style
+    sampling), ``"without_replacement"`` (EAGLE-1) or ``"topk"`` (deterministic: EAGLE-2/3, SGLang);
+    None takes ``verify_tree.drafting`` when the callable declares it. The checker drafts every
+    scenario's trees itself (default :func:`~specdec_check.scenarios.default_tree_battery`: chains,
+    stars, EAGLE-like static trees, random trees, V = 3 to 32,000).
+
+    ``rule="standard"`` judges the verifier against the scheme's reference rule, multi-round
+    rejection sampling (Miao et al. 2023, Algorithm 2; Jeon et al. 2024): events impossible under
+    it are failures, and the tested laws are the first token (target row 0: any lossless rule),
+    the accepted length, the final token given the stop node, every position of the emitted
+    sequence (Rosenblatt transform) and, where enumerable, the emitted string integrated over
+    drafting; acceptances against the reference's; determinism and independence of the
+    randomness; NaN inputs; and coins of exactly 0 (SGLang #35771). ``alpha`` is the false-alarm
+    budget of the whole call. ``rule="any"`` (exactness alone, for other lossless tree rules) is
+    issue 16's and not implemented yet.
+    """
+    if drafting is None:
+        drafting = getattr(verify_tree, "drafting", None)
+        if drafting is None:
+            raise ValueError(f"say how the trees are drafted: drafting= one of {DRAFTING_SCHEMES} (the verifier is "
+                             "exact only for the scheme its drafter uses), or set verify_tree.drafting.")
+    kind = tree_verifier_kind(check_drafting(drafting))
+    if rule not in TREE_RULES:
+        raise ValueError(f"rule must be one of {TREE_RULES}: 'standard' judges the scheme's reference rule, 'any' "
+                         f"exactness alone; got {rule!r}.")
+    if rule == "any":
+        raise NotImplementedError("rule='any' (exactness alone, any lossless tree rule) is issue 16's rule-agnostic "
+                                  "step-then-completion test, not implemented for trees yet; use rule='standard'.")
+    options = check_options(TREE_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor)
+    return run(kind, verify_tree, scenarios, options)
+

@@ -1,0 +1,275 @@
+"""A draw of trees with the exact laws of one tree step given them, and the outputs parsed against them.
+
+The laws come from :func:`specdec_check.exact._tree_kernels.tree_laws` under the declared rule:
+per slot, the probability of reaching it, of stopping there, and the final token's law there.
+Slots whose token paths are equal (duplicated siblings under i.i.d. drafting) emit the same
+strings, so every test works on *classes* of slots: ``cls[b, s]`` is the first slot with slot
+``s``'s token path. A row's output names a class path (the accepted tokens) and a final token.
+
+The per-row tests are randomized PITs (Brockwell 2007) of:
+
+- the first emitted token against target row 0 (fresh drafts only: integrated over drafting
+  the first token of any lossless rule is the target's);
+- the accepted length ``K`` against its law given the tree;
+- the final token against the law of the stop class;
+- each position ``t >= 1`` of the emitted sequence, followed by an end symbol, against its exact
+  conditional law given the sequence so far (the Rosenblatt transform: a position is tested
+  when the prefix is an accepted path, which depends on the past only, so each position's PIT
+  values are exactly uniform under the null).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._tables import exclusive_cumsum
+from ..exact._tree_kernels import tree_laws
+from ._block import pit_from_bounds
+
+__all__ = ["ParsedTree", "TreeBlock", "check_tree_output", "token_classes"]
+
+#: Rows of a parsed output named in a contract finding.
+EVIDENCE_ROWS = 10
+
+
+def token_classes(slot_parent: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """int64 [B, S]: for each slot the first slot with the same token path (slot 0, the root, is its own).
+
+    ``tokens`` [B, S] holds each slot's token (-1 at the root). Two slots share a path iff their
+    parents share one and their tokens are equal; only duplicated siblings start a merge.
+    """
+    batch, slots = tokens.shape
+    rows = np.arange(batch)
+    cls = np.broadcast_to(np.arange(slots), (batch, slots)).copy()
+    parent_cls = np.full((batch, slots), -1, dtype=np.int64)
+    for s in range(1, slots):
+        parent_cls[:, s] = cls[rows, slot_parent[:, s]]
+        same = (parent_cls[:, 1:s] == parent_cls[:, s, None]) & (tokens[:, 1:s] == tokens[:, s, None])
+        if same.any():
+            hit = same.any(axis=1)
+            cls[hit, s] = cls[hit, 1 + same[hit].argmax(axis=1)]
+    return cls
+
+
+@dataclass
+class ParsedTree:
+    """A well-formed output decoded against its trees.
+
+    ``length`` [B] tokens emitted (accepted + 1); ``classes`` [B, W]: the class after ``d`` accepted
+    tokens (``classes[:, 0]`` the root, -1 past ``length - 1``); ``stop`` [B] the class the walk
+    stopped at; ``final`` [B] the final token; ``extended`` [B]: the class of the accepted path
+    followed by the final token when that is also a path of the tree, else -1.
+    """
+
+    length: np.ndarray
+    classes: np.ndarray
+    stop: np.ndarray
+    final: np.ndarray
+    extended: np.ndarray
+
+    @property
+    def accepted(self) -> np.ndarray:
+        return self.length - 1
+
+
+def _child_class(cls, parent_cls, tokens, current, token):
+    """The class of the child of class ``current`` with token ``token`` per row, or -1."""
+    match = (parent_cls[:, 1:] == current[:, None]) & (tokens[:, 1:] == token[:, None])
+    found = match.any(axis=1)
+    slot = 1 + match.argmax(axis=1)
+    return np.where(found, cls[np.arange(cls.shape[0]), slot], -1)
+
+
+def check_tree_output(out, parents, draft_token_ids, vocab_size: int, classes=None):
+    """``(problem, parsed)``: ``problem`` is None or ``(message, evidence)`` naming the first contract
+    violation of ``out`` (shape [B, depth + 1], integer, ids in range, -1 padding after at least one
+    token, the tokens before the last a root path of the row's tree); ``parsed`` a :class:`ParsedTree`.
+
+    ``classes``, when the caller has them, is ``(cls, parent_cls, tokens)`` of :class:`TreeBlock`.
+    """
+    batch, nodes = draft_token_ids.shape
+    if classes is None:
+        from ..exact._tree_kernels import slot_depths, slot_parents
+
+        slot_parent = slot_parents(parents)
+        tokens = np.concatenate([np.full((batch, 1), -1), draft_token_ids], axis=1)
+        cls = token_classes(slot_parent, tokens)
+        parent_cls = np.concatenate([np.full((batch, 1), -1), cls[np.arange(batch)[:, None], slot_parent[:, 1:]]],
+                                    axis=1)
+        width = int(slot_depths(slot_parent).max()) + 1
+    else:
+        cls, parent_cls, tokens = classes
+        width = None
+    if width is None:
+        from ..exact._tree_kernels import slot_depths, slot_parents
+
+        width = int(slot_depths(slot_parents(parents)).max()) + 1
+    if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape != (batch, width):
+        shape = getattr(out, "shape", None)
+        return (f"output shape {shape} != [B, depth + 1] = {(batch, width)} (depth = the deepest node's depth in the "
+                "batch: the accepted path's tokens, the final token, then -1 padding)", {"shape": shape}), None
+    if not (np.issubdtype(out.dtype, np.integer) or out.size == 0):
+        return (f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}), None
+    out = out.astype(np.int64, copy=False)
+    bad = (out < -1) | (out >= vocab_size)
+    if bad.any():
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        return (f"token {int(out[row, col])} at row {row}, position {col} is not in [0, {vocab_size}) or -1 padding",
+                {"row": row, "output": out[row].tolist()}), None
+    real = out >= 0
+    length = real.sum(axis=1)
+    holes = (real != (np.arange(width) < length[:, None])).any(axis=1) | (length == 0)
+    if holes.any():
+        row = int(np.flatnonzero(holes)[0])
+        return (f"row {row} is not one or more tokens followed by -1 padding: {out[row].tolist()}",
+                {"row": row, "output": out[row].tolist(), "rows": np.flatnonzero(holes)[:EVIDENCE_ROWS].tolist()}), None
+    path = np.full((batch, width), -1, dtype=np.int64)
+    path[:, 0] = 0
+    current = np.zeros(batch, dtype=np.int64)
+    for d in range(width - 1):
+        active = d < length - 1
+        if not active.any():
+            break
+        nxt = _child_class(cls, parent_cls, tokens, current, out[:, d])
+        lost = active & (nxt < 0)
+        if lost.any():
+            row = int(np.flatnonzero(lost)[0])
+            return (f"row {row}: the emitted tokens {out[row, :length[row]].tolist()} do not start with a root path "
+                    f"of its tree followed by one token (token {int(out[row, d])} at depth {d + 1} is not a child of "
+                    f"the path before it; drafts {draft_token_ids[row].tolist()}, parents {parents[row].tolist()})",
+                    {"row": row, "output": out[row].tolist(), "drafts": draft_token_ids[row].tolist(),
+                     "parents": parents[row].tolist(), "rows": np.flatnonzero(lost)[:EVIDENCE_ROWS].tolist()}), None
+        current = np.where(active, nxt, current)
+        path[:, d + 1] = np.where(active, nxt, -1)
+    final = out[np.arange(batch), length - 1]
+    extended = _child_class(cls, parent_cls, tokens, current, final)
+    return None, ParsedTree(length=length, classes=path, stop=current, final=final, extended=extended)
+
+
+class TreeBlock:
+    """A draw and the exact laws of one tree step given it under ``rule`` (see the module docstring).
+
+    ``window(rows)`` gives the block of a slice of rows (a pooled draw serves several calls).
+    """
+
+    def __init__(self, draw, rule, *, laws=None):
+        self.draw, self.rule = draw, rule
+        ids = draw.draft_token_ids
+        batch, nodes = ids.shape
+        self.batch, self.slots, self.vocab = batch, nodes + 1, draw.target_probs.shape[-1]
+        self.uses = 0
+        laws = tree_laws(draw.parents, ids, draw.draft_probs, draw.target_probs, rule) if laws is None else laws
+        self.laws = laws
+        self.rows = np.arange(batch)
+        self.tokens = np.concatenate([np.full((batch, 1), -1, dtype=np.int64), ids], axis=1)
+        self.cls = token_classes(laws.slot_parent, self.tokens)
+        self.parent_cls = np.full((batch, self.slots), -1, dtype=np.int64)
+        self.parent_cls[:, 1:] = self.cls[self.rows[:, None], laws.slot_parent[:, 1:]]
+        self.width = int(laws.depth.max()) + 1
+        self.reach, self.stop, self.depth = laws.reach, laws.stop, laws.depth
+        self.final = laws.final
+        self.final_below = exclusive_cumsum(laws.final)  # [B, S, V+1]
+        self.final_total = self.final_below[..., -1]
+        count = laws.accepted_length_law()
+        self.count_law = count
+        self.count_below = exclusive_cumsum(count)
+        self.first_below = exclusive_cumsum(draw.target_probs[:, 0])
+        #: P(at least one node accepted): the efficiency test's per-row success probability.
+        self.accept_any = 1.0 - laws.stop[:, 0]
+        self.expected_accepted = float((laws.stop * laws.depth).sum())
+
+    # -- parsing ------------------------------------------------------------------------------------
+    def parse(self, out):
+        """:func:`check_tree_output` of ``out`` against this block's trees."""
+        return check_tree_output(out, self.draw.parents, self.draw.draft_token_ids, self.vocab,
+                                 classes=(self.cls, self.parent_cls, self.tokens))
+
+    # -- class sums --------------------------------------------------------------------------------
+    def class_final(self, cls, token, rows=None):
+        """``(lower, mass, total)`` of ``token`` under ``sum_{v in class} stop_v final_v`` (the joint
+        probability of stopping in class ``cls`` and emitting ``token``), for ``rows`` (default all)."""
+        rows = self.rows if rows is None else rows
+        weight = np.where(self.cls[rows] == cls[:, None], self.stop[rows], 0.0)
+        at = (rows[:, None], np.arange(self.slots), token.clip(min=0)[:, None])
+        return ((weight * self.final_below[at]).sum(axis=1), (weight * self.final[at]).sum(axis=1),
+                (weight * self.final_total[rows]).sum(axis=1))
+
+    def child_reach(self, cls, token, rows=None):
+        """``(below, at, all)``: reach summed over the children of class ``cls`` whose token is below,
+        equal to, and anything of ``token``, for ``rows`` (default all)."""
+        rows = self.rows if rows is None else rows
+        reach = np.where(self.parent_cls[rows] == cls[:, None], self.reach[rows], 0.0)
+        tokens = self.tokens[rows]
+        return ((reach * (tokens < token[:, None])).sum(axis=1), (reach * (tokens == token[:, None])).sum(axis=1),
+                reach.sum(axis=1))
+
+    def outcome_probability(self, parsed: ParsedTree):
+        """Probability [B] of each row's emitted string under the rule (0: an impossible event)."""
+        return self.class_final(parsed.stop, parsed.final)[1]
+
+    # -- randomized PITs --------------------------------------------------------------------------
+    def pit_first(self, out, uniforms):
+        first = out[:, 0]
+        mass = self.draw.target_probs[self.rows, 0, first]
+        return pit_from_bounds(self.first_below[self.rows, first], mass, self.first_below[:, -1], uniforms, first)
+
+    def pit_length(self, parsed, uniforms):
+        k = parsed.accepted
+        return pit_from_bounds(self.count_below[self.rows, k], self.count_law[self.rows, k], self.count_below[:, -1],
+                               uniforms, k)
+
+    def pit_final(self, parsed, uniforms):
+        lower, mass, total = self.class_final(parsed.stop, parsed.final)
+        return pit_from_bounds(lower, mass, total, uniforms, parsed.final)
+
+    def pit_position(self, out, parsed, t: int, uniforms_for):
+        """PIT values of position ``t >= 1`` (token, or the end symbol after the last token) for the rows
+        whose prefix of ``t`` tokens is an accepted path: ``(rows, u)``."""
+        length = parsed.length
+        prefix = np.where(t <= length - 1, parsed.classes[:, min(t, parsed.classes.shape[1] - 1)], -1)
+        prefix = np.where(t == length, parsed.extended, prefix)
+        rows = np.flatnonzero(prefix >= 0)
+        if not rows.size:
+            return rows, np.zeros(0)
+        c = prefix[rows]
+        before = parsed.classes[rows, t - 1]  # the class of the first t - 1 tokens
+        ended = t == length[rows]  # the observed symbol is the end
+        token = np.where(ended, 0, out[rows, t])
+        below_children, at_children, all_children = self.child_reach(c, token, rows)
+        f_lower, f_mass, f_total = self.class_final(c, token, rows)
+        _, end_mass, _ = self.class_final(before, out[rows, t - 1], rows)  # P(the emission is exactly the prefix)
+        tokens_total = all_children + f_total
+        total = tokens_total + end_mass
+        lower = np.where(ended, tokens_total, below_children + f_lower)
+        mass = np.where(ended, end_mass, at_children + f_mass)
+        symbol = np.where(ended, self.vocab, token)
+        return rows, pit_from_bounds(lower, mass, total, uniforms_for(rows.size), symbol)
+
+    # -- windows -----------------------------------------------------------------------------------
+    _ROW_FIELDS = ("reach", "stop", "depth", "final", "final_below", "final_total", "count_law", "count_below",
+                   "first_below", "accept_any", "tokens", "cls", "parent_cls")
+
+    def window(self, rows) -> "TreeBlock":
+        """This block restricted to ``rows`` (a slice or an index array): the laws are shared, not recomputed."""
+        view = object.__new__(TreeBlock)
+        view.__dict__.update(self.__dict__)
+        for name in self._ROW_FIELDS:
+            setattr(view, name, getattr(self, name)[rows])
+        view.draw = self.draw.head(rows)
+        view.batch = view.draw.rows
+        view.rows = np.arange(view.batch)
+        view.uses = 0
+        view.width = int(view.depth.max()) + 1
+        view.expected_accepted = float((view.stop * view.depth).sum())
+        return view
+
+
+def collision_probs(block: TreeBlock) -> np.ndarray:
+    """Probability [B] that two independent steps on the same row emit the same string:
+    ``sum over (class, y) of P(stop in class, y)^2`` (slots of one class emit the same strings)."""
+    law = np.zeros_like(block.final)
+    for s in range(block.slots):
+        law[block.rows, block.cls[:, s]] += block.stop[:, s, None] * block.final[:, s]
+    return (law**2).sum(axis=(1, 2))

@@ -1,0 +1,165 @@
+"""The rule-agnostic exactness test: one step, completed by the exact target, against the target's law.
+
+One verifier step emits ``O = (x_1..x_k, y)``. A decode loop built from steps is exact iff each
+step, followed by exact sampling from the target, yields a target-distributed sequence
+(/work/shared/research/rules.md section 1; Leviathan et al. 2023 prove it for the standard
+rule, Sun et al. 2025 for block verification). So each fresh step is completed to
+``L = gamma + 1`` tokens from the exact target (:func:`specdec_check.samplers.complete_with_target`)
+and the completed sequence is tested against the target's law, whatever the rule:
+
+- ``completed_pit``: the randomized PIT of every position under its exact target conditional
+  given the realized prefix (the Rosenblatt transform, :func:`~specdec_check.samplers.rosenblatt_pit`;
+  Rosenblatt 1952, Brockwell 2007) is i.i.d. Uniform(0, 1) under exactness: the L values of
+  every row are pooled in one histogram;
+- ``completed_pairs``: adjacent positions' PIT values on an 8 x 8 grid, uniform under exactness
+  (a rule that couples positions without moving their marginals is seen here);
+- ``completed_law``: where the outcomes can be enumerated, the completed sequence (with its
+  context) against the exact target joint law.
+
+Only the first call on each block of drafts counts: given its drafts, a step's law is not the
+target's (the drafts are part of the randomness the theorem integrates over).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import stats
+from ...exact import target_completed_law
+from ...samplers import complete_with_target, rosenblatt_pit
+from .._kinds import PlannedTest
+from .._session import planned_samples
+from .._tally import CountTally, PitTally
+from ._base import Check
+
+__all__ = ["CompletedLaw", "PAIR_GRID", "completed_tv_bounds"]
+
+#: Cells per axis of the adjacent-pair test: 8 x 8 = 64 equal cells (a few thousand pairs fill them).
+PAIR_GRID = 8
+#: Largest (contexts x V^L) joint the completed-law identity test enumerates (as the step law's).
+MAX_COMPLETED_CELLS = 200_000
+
+
+def _completed_cells(scenario) -> int:
+    length = scenario.gamma + 1
+    contexts = scenario.rows_per_call if scenario.fixed_target_probs is not None else scenario.prompt_pool
+    return contexts * scenario.vocab_size**length
+
+
+def completed_tv_bounds(record, *, delta: float) -> dict:
+    """Certified bounds on the TV between the completed law and the target's, from one rejected record:
+    ``tv_lower = max(0, plug-in TV - r)`` with ``r`` the deviation radius of the empirical law
+    (:func:`specdec_check.stats.tv_deviation_radius`; the binned law's TV is at most the law's, by
+    data processing), and, for the enumerated law, ``tv_upper`` (:func:`specdec_check.stats.tv_upper_bound`)."""
+    cells = record.bins or 1
+    radius = float(stats.tv_deviation_radius(record.n, cells, delta)) if record.n else 1.0
+    lower = max(0.0, float(record.tv_plugin or 0.0) - radius)
+    bounds = {"tv_lower": lower, "confidence": 1.0 - delta}
+    if record.details.get("law") == "completed" and record.tv_upper is not None:
+        bounds["tv_upper"] = float(record.tv_upper)
+    return bounds
+
+
+class CompletedLaw(Check):
+    """The completed-sequence tests (see the module docstring); selected by the ``completed`` check."""
+
+    power = ("randomized PIT of all L = gamma + 1 completed positions pooled, sized by samples_for(design TV, "
+             "pit bins, alpha share); adjacent pairs on an 8 x 8 grid; the enumerated completed law where it fits")
+
+    @classmethod
+    def plan(cls, scenario, options) -> list:
+        if "completed" not in options.checks:
+            return []
+        tests = [PlannedTest("completed_pit", "completed")]
+        if scenario.gamma >= 1:
+            tests.append(PlannedTest("completed_pairs", "completed"))
+        if _completed_cells(scenario) <= MAX_COMPLETED_CELLS:
+            tests.append(PlannedTest("completed_law", "completed"))
+        return tests
+
+    def __init__(self, run, caller, counts):
+        self.run, self.caller = run, caller
+        self.pit = self.pairs = self.law = None
+        self.rng = None
+        self.length = run.scenario.gamma + 1
+
+    def calls_needed(self, reuse: int) -> int:
+        """Calls until the pooled PIT test can detect the design TV: each fresh row gives L values."""
+        if "completed_pit" not in self.run.planned:
+            return 0
+        s, mode = self.run.scenario, self.run.mode
+        n = min(planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2), mode.max_samples)
+        return -(-n * reuse // (s.rows_per_call * self.length))
+
+    def start(self) -> None:
+        run, s = self.run, self.run.scenario
+        planned = run.planned
+        if "completed_pit" in planned:
+            self.pit = PitTally(s.name, "completed", bins=run.mode.pit_bins, alpha=run.spend("completed_pit"))
+            self.pit.method = "Rosenblatt PIT of the completed sequence, positions pooled"
+        if "completed_pairs" in planned:
+            self.pairs = CountTally(s.name, "completed", np.full(PAIR_GRID**2, 1.0 / PAIR_GRID**2),
+                                    alpha=run.spend("completed_pairs"))
+            self.pairs.method = f"adjacent completed positions' PIT values on a {PAIR_GRID} x {PAIR_GRID} grid"
+        if "completed_law" in planned:
+            if s.fixed_target_probs is not None:
+                rows = run.backend.law_rows(s.fixed_target_probs)
+                law = target_completed_law(target_probs=rows).reshape(-1) / rows.shape[0]
+            else:
+                target = run.backend.law_model(s.target)
+                law = np.concatenate([target_completed_law(target=target, gamma=s.gamma, prompt=p[p >= 0]).reshape(-1)
+                                      for p in self.caller.pool]) / len(self.caller.pool)
+            self.law = CountTally(s.name, "completed", law, alpha=run.spend("completed_law"))
+            self.law.method = "completed sequence against the exact target joint (context, L tokens)"
+        if self.pit is not None or self.pairs is not None or self.law is not None:
+            self.rng = np.random.default_rng(run.rng.integers(2**63))
+
+    @property
+    def rejected_early(self) -> bool:
+        return any(t is not None and t.rejected_early for t in (self.pit, self.pairs, self.law))
+
+    def _conditionals(self, draw) -> dict:
+        s, backend = self.run.scenario, self.run.backend
+        if s.fixed_target_probs is not None:
+            return {"target_probs": draw.target_probs}
+        return {"target": backend.law_model(s.target), "prompts": self.caller.pool[draw.pool_index]}
+
+    def absorb(self, step) -> bool:
+        if self.rng is None or not step.fresh:
+            return True
+        run, s = self.run, self.run.scenario
+        draw = step.block.draw
+        out = step.out if step.host else run.backend.to_host(step.out)
+        laws = self._conditionals(draw)
+        length = None if s.fixed_target_probs is not None else self.length
+        completed = complete_with_target(out, generator=self.rng, length=length, **laws)
+        pit = rosenblatt_pit(completed, generator=self.rng, **laws)
+        if pit.impossible:
+            b, j = (int(i) for i in pit.support_violations[0])
+            run.fail("impossible", f"row {b} emitted a token of target probability zero at position {j} (impossible "
+                     "under every lossless rule: the completed sequence has probability zero under the target)",
+                     {"row": b, "position": j, "output": out[b].tolist(), "completed": completed[b].tolist()})
+            run.stopped = True
+            return False
+        if self.pit is not None:
+            self.pit.add_uniforms(pit.values.reshape(-1))
+        if self.pairs is not None:
+            cells = np.minimum((pit.values * PAIR_GRID).astype(np.int64), PAIR_GRID - 1)
+            self.pairs.add_codes((cells[:, :-1] * PAIR_GRID + cells[:, 1:]).reshape(-1))
+        if self.law is not None:
+            codes = np.zeros(completed.shape[0], dtype=np.int64)
+            for j in range(completed.shape[1]):
+                codes = codes * s.vocab_size + completed[:, j]
+            self.law.add_codes(draw.pool_index * s.vocab_size**completed.shape[1] + codes)
+        return True
+
+    def finish(self) -> None:
+        run = self.run
+        for tally, extra in ((self.pit, {"positions": self.length}), (self.pairs, {"grid": PAIR_GRID}),
+                             (self.law, {"law": "completed"})):
+            if tally is None:
+                continue
+            record = tally.record(extra_details=extra)
+            if not record.passed:
+                record.details.update(completed_tv_bounds(record, delta=record.alpha))
+            run.record(record)

@@ -1,0 +1,205 @@
+"""The output-law tests of a tree-verifier scenario, and the events of probability zero under its rule.
+
+Per-row laws go through randomized PITs (:class:`~specdec_check.checker._tree_block.TreeBlock`),
+so they are tested at any vocabulary and tree size; the emitted string's law integrated over
+drafting and prompts is counted directly where it can be enumerated
+(:func:`specdec_check.exact.tree_sequence_law`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...exact import encode_emitted, num_step_outcomes
+from .._kinds import PlannedTest
+from .._session import planned_samples
+from .._tally import CountTally, PitTally
+from ._base import Check
+
+__all__ = ["TreeCounts", "TreeLawChecks", "tree_cells_per_call", "tree_impossible"]
+
+#: The per-row PIT tests that are not per position, in the order their tallies are made.
+_PIT_TESTS = ("first_token", "accepted_length", "final_token")
+#: The test of the emitted string's law integrated over drafting (owned by the ``sequence_law`` check).
+INTEGRATED = "sequence_law_integrated"
+#: Rows named in an impossible event's evidence.
+EVIDENCE_ROWS = 10
+#: A tree call's cells count this many times against the mode's ``max_cells``: drafting and the exact
+#: laws pass over every slot's rows once per child (residual updates), about twice a chain's work per cell.
+TREE_CELL_COST = 2
+
+
+def tree_cells_per_call(scenario) -> int:
+    """Probability cells one call hands over: rows x (N + 1 draft + N + 1 target rows) x V."""
+    return scenario.rows_per_call * 2 * (scenario.nodes + 1) * scenario.vocab_size
+
+
+def _position(t: int) -> str:
+    return f"sequence_law[{t}]"
+
+
+class TreeCounts:
+    """Accepted and emitted tokens of every located call against the exact expectations, and the
+    efficiency test's trials (rows that accepted at least one node, each with its exact probability)."""
+
+    def __init__(self):
+        self.accepted_total = 0.0
+        self.accepted_expected = 0.0
+        self.emitted_total = 0
+        self.any_accepted = 0
+        self.any_probs: list = []
+
+    def add(self, block, parsed) -> None:
+        self.accepted_total += float(parsed.accepted.sum())
+        self.accepted_expected += block.expected_accepted
+        self.emitted_total += int(parsed.length.sum())
+        self.any_accepted += int((parsed.accepted > 0).sum())
+        self.any_probs.append(block.accept_any)
+
+    def probs(self) -> np.ndarray:
+        return np.concatenate(self.any_probs) if self.any_probs else np.zeros(0)
+
+
+def _describe(block, out, parsed, row: int, tolerance: float) -> str:
+    """Why row ``row``'s emission has probability zero under the rule (the first reason found)."""
+    target = block.draw.target_probs[row]
+    length = int(parsed.length[row])
+    for d in range(1, length):
+        parent, token = int(parsed.classes[row, d - 1]), int(out[row, d - 1])
+        if target[parent, token] <= 0:
+            return f"accepted token {token} at depth {d}, which the target gives probability zero"
+    if tolerance:
+        return f"emitted final token {int(parsed.final[row])}, which the target gives probability zero there"
+    for d in range(1, length):
+        cls = int(parsed.classes[row, d])
+        if block.reach[row][block.cls[row] == cls].sum() <= 0:
+            return (f"accepted the node at depth {d} (token {int(out[row, d - 1])}), which the rule reaches with "
+                    "probability zero (an earlier sibling it accepts with probability 1 was rejected?)")
+    stop = int(parsed.stop[row])
+    if block.stop[row][block.cls[row] == stop].sum() <= 0:
+        return ("stopped after rejecting every child of a node although the rule accepts one of them with "
+                "probability 1")
+    leaf = not (block.parent_cls[row] == stop).any()
+    if leaf:
+        return f"emitted a bonus token {int(parsed.final[row])} the leaf's target row gives probability zero"
+    return (f"emitted final token {int(parsed.final[row])} outside the support of the residual after the rejected "
+            "children (e.g. a rejected child's token, or a token the residual max(0, r - q) removes)")
+
+
+def tree_impossible(run, block, out, parsed, *, tolerance=None, label: str = "") -> bool:
+    """Check one call for emissions of probability zero under the rule; False after a finding.
+
+    With the backend's tolerance 0 (float64 laws of exactly what the sampler saw) any emission of
+    exact probability zero is flagged; with a positive tolerance (low-precision backends, where the
+    sampler's arithmetic may move an acceptance across 1) only robust events are: an accepted token
+    or a final token the target row gives probability zero.
+    """
+    if not run.selected("impossible"):
+        return True
+    tolerance = run.backend.tolerance if tolerance is None else tolerance
+    if tolerance:
+        rows = np.arange(out.shape[0])
+        bad = block.draw.target_probs[rows, parsed.stop, parsed.final] <= 0
+        for d in range(1, out.shape[1]):
+            active = d < parsed.length
+            parent = np.where(active, parsed.classes[:, d - 1], 0)
+            bad |= active & (block.draw.target_probs[rows, parent, out[:, d - 1].clip(min=0)] <= 0)
+    else:
+        bad = ~(block.outcome_probability(parsed) > 0)
+    if not bad.any():
+        return True
+    idx = np.flatnonzero(bad)
+    row = int(idx[0])
+    reason = _describe(block, out, parsed, row, tolerance)
+    rule = getattr(block.rule, "name", block.rule)
+    run.fail("impossible", f"{idx.size} row(s) emitted a string of probability zero under the {rule} rule{label}; "
+             f"first: row {row} {reason}",
+             {"rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": row, "output": out[row].tolist(),
+              "drafts": block.draw.draft_token_ids[row].tolist(), "parents": block.draw.parents[row].tolist(),
+              "tolerance": tolerance})
+    run.stopped = True
+    return False
+
+
+class TreeLawChecks:
+    """The first token against target row 0; the accepted length, the final token given the stop class
+    and every position of the emitted sequence against their exact laws given the tree; the emitted
+    string integrated over drafting where enumerable.
+
+    Each test spends its alpha share half on a Lindon & Malek (2022) e-process watched as samples grow
+    and half on the exact fixed-n identity test at the end (:mod:`specdec_check.checker._tally`).
+    """
+
+    power = ("each PIT test is sized by samples_for(design TV, pit bins, alpha share) and capped by the mode; "
+             "its record states the smallest TV it could detect with power 0.99")
+
+    @classmethod
+    def plan(cls, scenario, selection, drafting) -> list:
+        tests = [PlannedTest(name, name) for name in _PIT_TESTS if name in selection]
+        if "sequence_law" in selection:
+            tests += [PlannedTest(_position(t), "sequence_law") for t in range(1, scenario.depth + 1)]
+            if scenario.enumerable(drafting):
+                tests.append(PlannedTest(INTEGRATED, "sequence_law"))
+        return tests
+
+    def __init__(self, run, caller, counts, drafting):
+        self.run, self.caller, self.counts, self.drafting = run, caller, counts, drafting
+        self.tallies, self.integrated, self.outcomes = {}, None, 0
+        self.pit_rng = None
+
+    def calls_planned(self) -> int:
+        s, mode = self.run.scenario, self.run.mode
+        n_target = min(planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2), mode.max_samples)
+        most = mode.max_law_cells // (TREE_CELL_COST * tree_cells_per_call(s))
+        return int(max(1, min(mode.max_law_calls, -(-n_target // s.rows_per_call), most)))
+
+    def start(self) -> None:
+        run, s = self.run, self.run.scenario
+        for test in run.plan:
+            if test.name in _PIT_TESTS or test.check == "sequence_law" and test.name != INTEGRATED:
+                self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins,
+                                                   alpha=run.spend(test.name))
+        if INTEGRATED in run.planned:
+            law = s.integrated_law(self.drafting, self.caller.rule, law_model=run.backend.law_model)
+            self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED))
+            self.integrated.method = "integrated sequence law (prompt, emitted string)"
+            self.outcomes = num_step_outcomes(s.vocab_size, s.depth)
+        self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
+
+    @property
+    def rejected_early(self) -> bool:
+        return any(t.rejected_early for t in self.tallies.values()) or (
+            self.integrated is not None and self.integrated.rejected_early)
+
+    def absorb(self, block, out, parsed, fresh: bool) -> bool:
+        run, uniforms = self.run, self.pit_rng.random
+        tallies = self.tallies
+        try:
+            if "first_token" in tallies and fresh:
+                tallies["first_token"].add_uniforms(block.pit_first(out, uniforms(out.shape[0])))
+            if "accepted_length" in tallies:
+                tallies["accepted_length"].add_uniforms(block.pit_length(parsed, uniforms(out.shape[0])))
+            if "final_token" in tallies:
+                tallies["final_token"].add_uniforms(block.pit_final(parsed, uniforms(out.shape[0])))
+            for t in range(1, out.shape[1]):
+                tally = tallies.get(_position(t))
+                if tally is not None:
+                    rows, u = block.pit_position(out, parsed, t, uniforms)
+                    if rows.size:
+                        tally.add_uniforms(u)
+        except ValueError as exc:  # a sample on a zero-probability outcome
+            run.fail("impossible", f"an output has probability zero under the exact law: {exc}")
+            run.stopped = True
+            return False
+        if self.integrated is not None and fresh:
+            codes = encode_emitted(out, run.scenario.vocab_size)
+            self.integrated.add_codes(block.draw.pool_index * self.outcomes + codes)
+        return True
+
+    def finish(self) -> None:
+        records = [t.record() for t in self.tallies.values()]
+        if self.integrated is not None:
+            records.append(self.integrated.record())
+        for rec, name in zip(records, list(self.tallies) + ([INTEGRATED] if self.integrated is not None else [])):
+            rec.details["test"] = name
+        self.run.records += records

@@ -1,0 +1,68 @@
+"""The default tree-verifier battery: chains, stars, EAGLE-like static trees, random trees, V = 3 to 32,000.
+
+Every scenario drafts its trees with the scheme under test. Scenarios a scheme cannot draft
+(without replacement needs as many tokens of positive draft probability as a node has
+children) are left out of that scheme's battery; the duplicated-siblings scenario is the i.i.d.
+scheme's own (only independent drafts repeat a token among siblings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exact._tree_drafting import check_drafting
+from ..models import HashedMarkovModel, mix
+from ._battery import markov_pair
+from ._tree import TreeScenario, chain_tree, eagle_like_tree, random_tree, star_tree
+
+__all__ = ["EAGLE_26", "EAGLE_60", "default_tree_battery"]
+
+#: A 26-node static tree of depth 5, branching 4 at the root and fewer for lower-ranked nodes (the
+#: shape of EAGLE's static trees: the better-ranked continuation gets more children).
+EAGLE_26 = eagle_like_tree([[4], [3, 2, 1, 1], [2, 2, 1, 1, 1, 1], [2, 1, 1, 1], [1, 1]])
+#: A 60-node static tree of depth 6, branching 1 to 4.
+EAGLE_60 = eagle_like_tree([[4], [4, 3, 2, 1], [3, 3, 2, 2, 2, 1, 1, 1, 1, 1], [2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1],
+                            [1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1]])
+
+
+def _random_shapes(count: int, nodes: int, *, seed: int, max_branching: int = 3, max_depth: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.stack([random_tree(rng, nodes, max_branching=max_branching, max_depth=max_depth) for _ in range(count)])
+
+
+def default_tree_battery(drafting: str = "topk") -> list:
+    """The checker's default tree scenarios for ``drafting`` (see the module docstring)."""
+    drafting = check_drafting(drafting)
+    large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
+    large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
+    spec = [
+        # name, kind, V, order, trees, rows per call, description of the shape
+        ("chain-4", "low-acceptance", 7, 1, chain_tree(4), 64, "a chain of 4 (a chain verifier's drafts)"),
+        ("star-3-enumerable", "low-acceptance", 5, 1, star_tree(3), 32, "3 children of the root"),
+        ("small-tree-enumerable", "opposite-ranking", 4, 1, np.array([-1, -1, 0, 1]), 32, "4 nodes, depth 2"),
+        ("star-8", "opposite-ranking", 16, 1, star_tree(8), 64, "8 children of the root"),
+        ("eagle-26", "high-acceptance", 33, 2, EAGLE_26, 64, "EAGLE-like static tree, 26 nodes, depth 5"),
+        ("eagle-60", "low-acceptance", 33, 1, EAGLE_60, 32, "EAGLE-like static tree, 60 nodes, depth 6"),
+        ("random-trees", "low-acceptance", 11, 1, _random_shapes(8, 12, seed=7), 64,
+         "8 random shapes of 12 nodes, branching <= 3, depth <= 5, one per row"),
+        ("target-equals-draft", "target-equals-draft", 33, 1, eagle_like_tree([[3], [2, 1, 1], [1, 1]]), 32,
+         "target == draft, 8 nodes"),
+        ("disjoint-supports", "disjoint-supports", 16, 1, np.array([-1, -1, 0, 0, 1]), 32, "5 nodes, depth 2"),
+        ("draft-zeros", "draft-zeros", 16, 2, np.array([-1, -1, 0, 2]), 16, "4 nodes, depth 3"),
+        ("peaked-vs-tail-heavy", "peaked-vs-tail-heavy", 1000, 1, eagle_like_tree([[3], [2, 1, 1], [1, 1]]), 64,
+         "V=1000, 8 nodes, depth 3"),
+    ]
+    if drafting != "without_replacement":
+        spec.append(("one-hot-draft", "one-hot-draft", 7, 1, np.array([-1, -1, 0, 1, 0]), 32,
+                     "one-hot draft, 5 nodes: i.i.d. siblings all repeat one token"))
+    if drafting == "iid":
+        spec.append(("duplicated-siblings", "low-acceptance", 3, 1, np.array([-1, -1, -1, -1, 0, 0, 1]), 64,
+                     "V=3, 4 children of the root: siblings repeat tokens"))
+    battery = []
+    for i, (name, kind, vocab, order, trees, rows, shape) in enumerate(spec):
+        target, draft = markov_pair(kind, vocab_size=vocab, order=order, seed=100 + i)
+        battery.append(TreeScenario(name, target, draft, trees, rows, seed=i,
+                                    description=f"{kind}, V={vocab}, order {order}; {shape}"))
+    battery.append(TreeScenario("large-vocabulary", large_target, large_draft, np.array([-1, -1, 0]), 8,
+                                seed=99, description="hashed order-1 Zipf model, V=32,000; 3 nodes, depth 2"))
+    return battery

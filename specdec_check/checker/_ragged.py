@@ -58,8 +58,8 @@ RULES = ("standard", "any")
 SCENARIO_CHECKS = (RaggedLaws, RaggedNonFiniteProbe, GreedyExact, Efficiency, RaggedDeterminism, RaggedIndependence)
 
 
-def _plan(scenario, selection) -> list:
-    return [test for check in SCENARIO_CHECKS for test in check.plan(scenario, selection)]
+def _plan(scenario, options) -> list:
+    return [test for check in SCENARIO_CHECKS for test in check.plan(scenario, options)]
 
 
 def _run_scenario(run, verify) -> None:

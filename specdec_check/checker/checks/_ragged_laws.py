@@ -169,7 +169,8 @@ class RaggedLaws(Check):
              "share) within the mode's calls and a tenth of its cells; its record names the most deviant requests")
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
         if not len(scenario.random_requests) or not scenario.law_tests:
             return []
         tests = [PlannedTest("first_token", "first_token")] if "first_token" in selection else []

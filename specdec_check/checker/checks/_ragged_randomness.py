@@ -65,8 +65,8 @@ class RaggedIndependence(Check):
     power = "exact one-sided Poisson-binomial collision counts over 200 to 4000 pairs"
 
     @classmethod
-    def plan(cls, scenario, selection) -> list:
-        if "independence" not in selection or not len(scenario.random_requests):
+    def plan(cls, scenario, options) -> list:
+        if "independence" not in options.checks or not len(scenario.random_requests):
             return []
         return [PlannedTest("independence_calls", "independence"),
                 PlannedTest("independence_requests", "independence")]

@@ -16,7 +16,7 @@ from hypothesis import note
 
 from specdec_check.strategies import RaggedBatch, ragged_batches
 
-from ._properties import MODE, Property, _backend, _fail, _name, _options_src, seeds
+from ._properties import MODE, Property, _backend, _checker_options, _fail, _name, _options_src, seeds
 
 __all__ = ["RAGGED_PROPERTIES", "RaggedProperty"]
 
@@ -117,11 +117,11 @@ def ragged_laws(verify, *, batch: RaggedBatch, seed: int, alpha: float, options:
         return
     checks = [c for c in LAW_CHECKS if s.gamma or c == "first_token"]
     report = check_ragged_verifier(verify, scenarios=[s], mode=MODE, checks=checks, seed=seed, alpha=alpha,
-                                   **{k: v for k, v in options.items() if v is not None})
+                                   **_checker_options(options, kind="ragged_verifier"))
     note(f"ragged_laws: {batch!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
     if report.failures:
         body = (f"print(check_ragged_verifier(v, scenarios=[s], mode={MODE!r}, checks={checks!r}, seed={seed}, "
-                f"alpha={alpha!r}{_options_src(options)}).summary())")
+                f"alpha={alpha!r}{_options_src(options, kind='ragged_verifier')}).summary())")
         evidence = {"batch": repr(batch), "seed": seed, "alpha": f"{alpha:.3g}"}
         for f in report.failures:
             evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
@@ -130,7 +130,10 @@ def ragged_laws(verify, *, batch: RaggedBatch, seed: int, alpha: float, options:
 
 
 def _batches(**kw):
-    return lambda: {"batch": ragged_batches(**kw), "seed": seeds()}
+    def strategies(options: dict) -> dict:  # ragged calls have no degenerate domain: 0 drafts is in the contract
+        return {"batch": ragged_batches(**kw), "seed": seeds()}
+
+    return strategies
 
 
 RAGGED_PROPERTIES = {

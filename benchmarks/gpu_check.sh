@@ -42,4 +42,35 @@ timeout 90 python benchmarks/bench_torch.py --device cuda --dtype float32 --batc
   | tee -a "$RESULTS"
 timeout 30 python benchmarks/bench_torch.py --device cuda --dtype bfloat16 --batch 100000 --repeats 5 --skip-numpy \
   2>&1 | tee -a "$RESULTS"
+log "== ragged verifiers (production calling convention) on cuda: torch_ragged_verify, quick mode, float32/bfloat16"
+timeout 120 python - <<'PY' 2>&1 | tee -a "$RESULTS"
+import time
+from specdec_check.checker import check_ragged_verifier
+from specdec_check.samplers import torch_ragged_verify
+for dtype in ("float32", "bfloat16"):
+    start = time.perf_counter()
+    report = check_ragged_verifier(torch_ragged_verify, backend="torch", device="cuda", dtype=dtype, mode="quick")
+    print(dtype, "passed" if report.passed else "FAILED", report.samples_used, "samples",
+          f"{time.perf_counter() - start:.1f} s", [f.message[:100] for f in report.findings])
+PY
+
+log "== the real vLLM v1 RejectionSampler (Triton kernels) through from_vllm_v1, when vLLM is installed"
+timeout 120 python - <<'PY' 2>&1 | tee -a "$RESULTS"
+import time
+try:
+    from vllm.v1.sample.rejection_sampler import RejectionSampler
+    from vllm.v1.sample.sampler import Sampler
+except Exception as exc:
+    print("vLLM not importable here, skipped:", type(exc).__name__, exc)
+else:
+    import vllm
+    from specdec_check.adapters import from_vllm_v1
+    from specdec_check.checker import check_ragged_verifier
+    start = time.perf_counter()
+    report = check_ragged_verifier(from_vllm_v1(RejectionSampler(Sampler())), backend="torch", device="cuda",
+                                   mode="quick")
+    print("vllm", vllm.__version__, "passed" if report.passed else "FAILED", f"{time.perf_counter() - start:.1f} s")
+    for f in report.findings[:5]:
+        print("  ", f.scenario, f.check, f.message[:300])
+PY
 log "== done $(date -u +%FT%TZ)"

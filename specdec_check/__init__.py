@@ -20,6 +20,7 @@ __all__ = [
     "MarkovModel",
     "MixtureModel",
     "check_generator",
+    "check_ragged_verifier",
     "check_tree_verifier",
     "check_verifier",
     "exact",
@@ -41,6 +42,7 @@ _LAZY = {
     "CheckReport": "checker",
     "Finding": "checker",
     "check_generator": "checker",
+    "check_ragged_verifier": "checker",
     "check_verifier": "checker",
     "check_tree_verifier": "checker",
 }

@@ -1,6 +1,6 @@
 """The ``specdec-check`` command line (also ``python -m specdec_check``).
 
-Subcommands: ``verify``, ``generate``, ``tree``, ``mutants``, ``demo``, ``report``.
+Subcommands: ``verify``, ``generate``, ``tree``, ``ragged``, ``mutants``, ``demo``, ``report``.
 Exit status (one table, :data:`specdec_check._report_rules.VERDICT_EXIT_STATUS`): 0 passed
 (or lossless but inefficient), 1 failed (including a sampler that raises, ends or kills its
 process, or runs past ``--timeout``), 4 inconclusive (the law tests could not reach the
@@ -8,8 +8,8 @@ mode's design TV), 2 usage error (bad option, unimportable callable, unreadable 
 --report folder that is a file, lies under a file, is not writable or holds another run's
 report without --force), each reported on one line; 3 is an internal error of
 specdec-check itself (with its traceback); 130 / 143 after SIGINT / SIGTERM (a partial
-report marked ``interrupted`` is written first). ``verify`` and ``generate`` run the check
-in a child process (:mod:`specdec_check._isolation`): only a verdict received from it can
+report marked ``interrupted`` is written first). ``verify``, ``generate`` and ``ragged`` run the
+check in a child process (:mod:`specdec_check._isolation`): only a verdict received from it can
 give 0, and nothing printed (a closed pipe, a full disk) changes the status. ``report``
 exits with the status of the saved verdict (1 for an interrupted run), and 2 for a file that
 is not a valid report or whose ``passed`` contradicts its findings. Heavy modules (the
@@ -279,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how the drafter chooses a node's children: independently, without replacement, or the "
                            "deterministic top-k (default: the callable's .drafting attribute, else topk)")
 
+    ragged = sub.add_parser("ragged", help="check a ragged verifier (logits in, per-request sampling parameters)",
+                            description="Check a verifier in the production calling convention (vLLM v1 "
+                                        "RejectionSampler style: ragged requests, logits, temperature, top-k, top-p, "
+                                        "greedy rows); print a verdict table and write the report.",
+                            epilog=_CHECK_EPILOG)
+    _add_check_options(ragged, "ragged")
+
     mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
                              description="Run the checker on every catalogued bug and exact control and print "
                                          "the mutation table.",
@@ -289,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
     mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
+    mutants.add_argument("--ragged", action="store_true",
+                         help="the ragged catalogue (production calling convention) instead of the chain one")
 
     demo = sub.add_parser("demo", help="the corpus-bigram figures",
                           description="Speculative decoding on the corpus-bigram scenario: measured against exact "
@@ -331,6 +340,8 @@ def _scenarios(path, names, command, args_drafting=None):
 
         if command == "tree":
             found = tuple(bundled.default_tree_battery(_tree_drafting(args_drafting)))
+        elif command == "ragged":
+            found = tuple(bundled.default_ragged_battery())
         else:
             found = tuple(bundled.default_verifier_battery() if command == "verify"
                           else bundled.default_generator_battery())
@@ -467,10 +478,10 @@ def _emit(data, args):
 
 
 def _run_mutants(args) -> int:
-    from .bugs import format_mutation_table, mutation_score, tree_mutation_score
+    from .bugs import format_mutation_table, mutation_score, ragged_mutation_score, tree_mutation_score
 
     progress = make_progress(not args.no_progress, desc="mutants")
-    score_of = tree_mutation_score if args.trees else mutation_score
+    score_of = tree_mutation_score if args.trees else ragged_mutation_score if args.ragged else mutation_score
     try:
         score = score_of(args.mode, seed=args.seed, names=args.names or None, progress=progress)
     except KeyError as exc:
@@ -524,8 +535,8 @@ def _text(data):
     return render_text(data)
 
 
-_COMMANDS = {"verify": _run_check, "generate": _run_check, "tree": _run_check, "mutants": _run_mutants,
-             "demo": _run_demo, "report": _run_report}
+_COMMANDS = {"verify": _run_check, "generate": _run_check, "tree": _run_check, "ragged": _run_check,
+             "mutants": _run_mutants, "demo": _run_demo, "report": _run_report}
 
 
 def main(argv=None) -> int:

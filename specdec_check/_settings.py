@@ -104,6 +104,11 @@ KINDS = {
     "generator": KindNames("generator", "generate", "--specdec-generator", "SPECDEC_GENERATOR", "specdec_generator",
                            (("numpy", "specdec_check.samplers:numpy_generate"),
                             ("torch", "specdec_check.samplers:torch_generate"))),
+    # The production calling convention (logits in, per-request sampling parameters, ragged batches).
+    "ragged_verifier": KindNames("ragged_verifier", "ragged", "--specdec-ragged-verifier", "SPECDEC_RAGGED_VERIFIER",
+                                 "specdec_ragged_verifier",
+                                 (("numpy", "specdec_check.samplers:numpy_ragged_verify"),
+                                  ("torch", "specdec_check.samplers:torch_ragged_verify"))),
     "tree_verifier": KindNames("tree_verifier", "tree", "--specdec-tree-verifier", "SPECDEC_TREE_VERIFIER",
                                "specdec_tree_verifier",
                                (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),

@@ -230,6 +230,12 @@ def specdec_generator(specdec_session):
 
 
 @pytest.fixture(scope="session")
+def specdec_ragged_verifier(specdec_session):
+    """The ragged verifier under test (production calling convention). Override it in your conftest.py."""
+    return _sampler(specdec_session, "ragged_verifier")
+
+
+@pytest.fixture(scope="session")
 def specdec_tree_verifier(specdec_session):
     """The tree verifier under test (its scheme from its ``drafting`` attribute). Override in conftest.py."""
     return _sampler(specdec_session, "tree_verifier")

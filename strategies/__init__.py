@@ -17,6 +17,7 @@ imported; the ``hypothesis`` entry point (:mod:`specdec_check._hypothesis_hook`)
 
 from ._configs import SpecConfig, spec_configs
 from ._inputs import INPUT_CASES, VerifierInputs, verifier_inputs
+from ._ragged import RaggedBatch, SampleParams, ragged_batches, sample_params
 from ._models import ModelPair, hashed_markov_models, markov_model_pairs, markov_models
 from ._trees import TreeCase, tree_cases, trees
 from ._vectors import (
@@ -36,6 +37,8 @@ __all__ = [
     "LARGE_PAIR_CASES",
     "ModelPair",
     "PAIR_CASES",
+    "RaggedBatch",
+    "SampleParams",
     "SpecConfig",
     "TILE_SIZES",
     "TreeCase",
@@ -46,6 +49,8 @@ __all__ = [
     "markov_model_pairs",
     "markov_models",
     "probability_vectors",
+    "ragged_batches",
+    "sample_params",
     "spec_configs",
     "tree_cases",
     "trees",
@@ -62,6 +67,8 @@ def _hypothesis_setup_hook() -> None:
     st.register_type_strategy(SpecConfig, spec_configs())
     st.register_type_strategy(VerifierInputs, verifier_inputs())
     st.register_type_strategy(ModelPair, markov_model_pairs())
+    st.register_type_strategy(SampleParams, sample_params())
+    st.register_type_strategy(RaggedBatch, ragged_batches())
     st.register_type_strategy(TreeCase, tree_cases())
 
 

@@ -21,6 +21,8 @@ from ._entry import CatalogueEntry
 from ._controls import *  # noqa: F403  (every sampler is reachable as specdec_check.bugs:<name>)
 from ._decode_loops import *  # noqa: F403
 from ._rules import *  # noqa: F403
+from . import _ragged
+from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
 from ._tree_verifiers import *  # noqa: F403
 from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, sglang_target_only,
@@ -50,4 +52,5 @@ __all__ = [
     "tree_entry",
     "tree_entry_tv",
     "tree_mutation_score",
-] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _tree_verifiers.__all__ + _verifiers.__all__)
+] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _tree_verifiers.__all__ + _verifiers.__all__
+           + _ragged.__all__)

@@ -15,19 +15,23 @@ from ._backend import Backend, NumpyBackend
 from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
 from ._options import CheckOptions, check_options
+from ._ragged import RAGGED_CHECKS, check_ragged_verifier
+from ._ragged_probe import ConventionReport, probe_sampling_conventions
 from ._report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, TestRecord
 from ._session import run
 from ._tree import TREE_CHECKS, TREE_VERIFIER, check_tree_verifier
 from ._verifier import VERIFIER, VERIFIER_CHECKS, check_verifier
 from ._generator import GENERATOR
+from ._ragged import RAGGED_VERIFIER
 
 #: The sampler kinds by name (``SamplerKind`` objects): the CLI and the plugin run them through :func:`run`.
 #: The tree kind here is the top-k scheme's; ``tree_verifier_kind(drafting)`` gives the others.
-SAMPLER_KINDS = {kind.name: kind for kind in (VERIFIER, GENERATOR, TREE_VERIFIER)}
+SAMPLER_KINDS = {kind.name: kind for kind in (VERIFIER, GENERATOR, TREE_VERIFIER, RAGGED_VERIFIER)}
 
 __all__ = [
     "GENERATOR_CHECKS",
     "MODES",
+    "RAGGED_CHECKS",
     "REPORT_VERSION",
     "SAMPLER_KINDS",
     "TREE_CHECKS",
@@ -35,6 +39,7 @@ __all__ = [
     "Backend",
     "CheckOptions",
     "CheckReport",
+    "ConventionReport",
     "Finding",
     "Mode",
     "NumpyBackend",
@@ -42,8 +47,10 @@ __all__ = [
     "TestRecord",
     "check_generator",
     "check_options",
+    "check_ragged_verifier",
     "check_tree_verifier",
     "check_verifier",
     "make_backend",
+    "probe_sampling_conventions",
     "run",
 ]

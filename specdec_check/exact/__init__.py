@@ -26,6 +26,14 @@ from ._enumerate import (
 from ._lossy import medusa_thresholds, medusa_typical_path_step_law, sglang_threshold_path_step_law
 from ._outcomes import decode_emitted, encode_emitted, num_step_outcomes
 from ._recursion import acceptance_rate, marginals, pair_marginals, stationary_contexts
+from ._sampling_params import (
+    PROCESSING_STEPS,
+    VLLM_V1_PROCESSING,
+    SamplingProcessing,
+    greedy_outputs,
+    process_logits,
+    processed_target_probs,
+)
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
 from ._tree import (
     DRAFTING_SCHEMES,
@@ -51,6 +59,12 @@ __all__ = [
     "RULES",
     "ThresholdRule",
     "TreeLaws",
+    "PROCESSING_STEPS",
+    "SamplingProcessing",
+    "VLLM_V1_PROCESSING",
+    "greedy_outputs",
+    "process_logits",
+    "processed_target_probs",
     "acceptance_probabilities",
     "acceptance_rate",
     "accepted_count_law",

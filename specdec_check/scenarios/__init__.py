@@ -2,6 +2,7 @@
 
 from ._battery import default_generator_battery, default_verifier_battery, markov_pair
 from ._corpus import CORPUS, corpus_bigram, corpus_vocabulary
+from ._ragged import RaggedDraw, RaggedRequest, RaggedScenario, default_ragged_battery
 from ._scenario import GeneratorScenario, LawTables, VerifierDraw, VerifierScenario
 from ._screen import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES, VerifierScreen, screen_rows
 from ._tree import TreeDraw, TreeScenario, chain_tree, eagle_like_tree, random_tree, star_tree
@@ -16,6 +17,9 @@ __all__ = [
     "TreeDraw",
     "TreeScenario",
     "OVERFLOW_TOKENS",
+    "RaggedDraw",
+    "RaggedRequest",
+    "RaggedScenario",
     "VerifierDraw",
     "VerifierScenario",
     "VerifierScreen",
@@ -23,6 +27,7 @@ __all__ = [
     "corpus_bigram",
     "corpus_vocabulary",
     "default_generator_battery",
+    "default_ragged_battery",
     "default_tree_battery",
     "default_verifier_battery",
     "eagle_like_tree",

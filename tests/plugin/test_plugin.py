@@ -192,23 +192,23 @@ class TestUsageErrors:
 class TestSuite:
     def test_passes_on_the_references(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK)
-        result.assert_outcomes(passed=17)
+        result.assert_outcomes(passed=20)  # 13 chain + 4 tree + 3 ragged properties
         result.stdout.fnmatch_lines([
-            "specdec-check: false-alarm budget alpha=1e-06 over 60 statistical examples in 12 tests: "
-            "alpha=1.67e-08 per example*profile is 'specdec-quick', chosen by the user*",
-            "specdec-check: spent alpha 1e-06 of 1e-06 on 60 statistical examples*",
+            "specdec-check: false-alarm budget alpha=1e-06 over 65 statistical examples in 13 tests: "
+            "alpha=1.54e-08 per example*profile is 'specdec-quick', chosen by the user*",
+            "specdec-check: spent alpha 1e-06 of 1e-06 on 65 statistical examples*",
         ])
 
     def test_default_profile_and_budget_in_header(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-        result.stdout.fnmatch_lines(["*over 600 statistical examples in 12 tests*the suite profile is "
+        result.stdout.fnmatch_lines(["*over 650 statistical examples in 13 tests*the suite profile is "
                                      "specdec-default (no profile chosen)*"])
 
     def test_residual_from_target_fails_with_evidence(self, impls):
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "stop_conditional",
                                             "--specdec-verifier", "buggy:residual_from_target")
-        result.assert_outcomes(failed=1, deselected=16)
+        result.assert_outcomes(failed=1, deselected=19)
         result.stdout.fnmatch_lines([
             "*AssertionError: buggy:residual_from_target fails the 'stop_conditional' property",
             "*inputs: VerifierInputs(B=*",
@@ -231,7 +231,7 @@ class TestSuite:
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k", "contract or first_token",
                                             "--specdec-verifier", "buggy:exits")
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        result.assert_outcomes(failed=2, passed=1, deselected=14)  # tree_contract runs the tree reference
+        result.assert_outcomes(failed=2, passed=2, deselected=16)  # tree_contract and ragged contract run their references
         result.stdout.fnmatch_lines(["*buggy:exits: the 'contract' property did not finish: the sampler exited with "
                                      "status 0*"])
 
@@ -243,7 +243,7 @@ class TestSuite:
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "step_law",
                                             "--specdec-verifier", "buggy:bonus_from_row0")
-        result.assert_outcomes(failed=1, deselected=16)
+        result.assert_outcomes(failed=1, deselected=19)
         result.stdout.fnmatch_lines(["*buggy:bonus_from_row0 fails the 'step_law' property*"])
 
     def test_ci_runs_are_deterministic(self, impls, monkeypatch):
@@ -309,4 +309,4 @@ settings.register_profile("mine", max_examples=3, deadline=None)
 settings.load_profile("mine")
 ''')
     result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-    result.stdout.fnmatch_lines(["*over 36 statistical examples in 12 tests*profile is 'mine', chosen by the user*"])
+    result.stdout.fnmatch_lines(["*over 39 statistical examples in 13 tests*profile is 'mine', chosen by the user*"])

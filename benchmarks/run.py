@@ -283,7 +283,31 @@ def section_oracles(rep, args):
               f"{'pass' if r['passed'] else 'FAIL'}, **peak resident memory {fmt_bytes(r['peak_bytes'])}** (the whole "
               f"process, the {fmt_bytes(r['before_bytes'])} of the interpreter and imports included; budget 600 MB), "
               f"{fmt_s(r['elapsed'])}."]
+
+    # The same default-mode check on the torch backend (CPU, float32, torch_verify), each in a fresh
+    # process: the issue-14 budget is 3x the numpy backend's time.
+    numpy_run = peak_rss_in_child(_DEFAULT_MODE_CHECK)
+    try:
+        torch_run = peak_rss_in_child(_DEFAULT_MODE_TORCH_CHECK)
+    except RuntimeError as exc:  # torch not installed
+        lines += ["", f"Default mode on the torch backend: not run ({str(exc).splitlines()[-1]})."]
+    else:
+        lines += ["", f"Default mode, torch backend on the CPU (torch_verify, float32) against the numpy backend "
+                  f"(numpy_verify), each in a fresh process: {fmt_s(torch_run['elapsed'])} vs "
+                  f"{fmt_s(numpy_run['elapsed'])}, **torch / numpy = {torch_run['elapsed'] / numpy_run['elapsed']:.2f}x** "
+                  f"(budget 3x); verdicts {'pass' if torch_run['passed'] else 'FAIL'} / "
+                  f"{'pass' if numpy_run['passed'] else 'FAIL'}."]
     rep.section(lines)
+
+
+#: The default-mode check of the torch reference on the CPU, for the torch / numpy time ratio.
+_DEFAULT_MODE_TORCH_CHECK = """
+from specdec_check.checker import check_verifier
+from specdec_check.samplers import torch_verify
+_state.update(before=_status("VmRSS"), reset=False, start=time.perf_counter())
+report = check_verifier(torch_verify, backend="torch", mode="default", seed=0)
+done(scenarios=len(report.scenarios), samples=report.samples_used, passed=report.passed)
+"""
 
 
 #: The default-mode check run by :func:`peak_rss_in_child`: the peak is read for the whole process.

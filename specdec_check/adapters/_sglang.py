@@ -37,7 +37,14 @@ __all__ = ["from_sglang_tree", "sglang_tree_layout"]
 def sglang_tree_layout(parents: torch.Tensor):
     """``(retrive_next_token, retrive_next_sibling, depth)`` for ``parents`` int [B, N]: first child and
     next sibling of every SGLang node (node 0 the root, node ``i + 1`` the contract's node ``i``; siblings
-    in index order), int64 [B, N+1] each, and the batch's depth."""
+    in index order), int64 [B, N+1] each, and the batch's depth.
+
+    Example: a root with two children, the first of which has a child (contract parents ``[-1, -1, 0]``)::
+
+        >>> first, sibling, depth = sglang_tree_layout(torch.tensor([[-1, -1, 0]]))
+        >>> first.tolist(), sibling.tolist(), depth
+        ([[1, 3, -1, -1]], [[-1, 2, -1, -1]], 2)
+    """
     batch, nodes = parents.shape
     device = parents.device
     slot_parent = parents.long() + 1  # [B, N]: parent node of nodes 1..N

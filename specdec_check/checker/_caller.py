@@ -120,10 +120,9 @@ class VerifierCaller:
         return out if out is None or isinstance(out, np.ndarray) else self.backend.to_host(out)
 
     def _fingerprints(self, draw, kwargs) -> dict:
-        """``{input: content fingerprint}`` before a call: computed once per draw when the inputs share
-        memory with it (the draw is the reference), per call otherwise (fresh device copies)."""
-        if not self.backend.shares_inputs:
-            return {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
+        """``{input: content fingerprint}`` before a call, computed once per draw: the inputs either share
+        memory with it (numpy views) or are fresh copies of it made the same way every call (a device
+        backend's tensors), so their content before the call is a function of the draw."""
         reference_draw, prints = self._reference
         if reference_draw() is not draw:
             prints = {k: self.backend.fingerprint(v) for k, v in kwargs.items()}
@@ -147,6 +146,8 @@ class VerifierCaller:
         """Whether the inputs of ``draw`` still hold what they held before its calls (for draws whose calls
         skipped the per-call check, ``check_after=False``); a change is a contract failure."""
         reference_draw, before = self._reference
+        if not self.backend.shares_inputs:
+            return True  # fresh copies per call: each call's inputs were checked after it
         if not self.run.selected("contract") or reference_draw() is not draw:
             return True
         kwargs = {"draft_token_ids": draw.draft_token_ids, "draft_probs": draw.draft_probs,

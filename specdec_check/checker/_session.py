@@ -124,22 +124,23 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     seeds = scenario_seeds(options.seed, [s.name for s in scenarios])
     defaults = {id(s) for s in kind.default_battery()}  # those reproduce with --scenario NAME alone
     diagnosed = kind.diagnose is None
-    for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
-        if progress is not None:
-            progress(i, len(scenarios), scenario.name)
-        repro_options = dataclasses.replace(options, scenarios_source=None) if id(scenario) in defaults else options
-        state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]),
-                            repro_command(kind, repro_options, scenario.name))
-        kind.run_scenario(state, sampler)
-        if not diagnosed and any(f.kind == "failure" for f in state.findings):
-            diagnosed = kind.diagnose(state, sampler)
-        findings += state.findings
-        records += state.records
-        summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))
-        samples += state.samples
-        if monitor is not None:
-            monitor.scenario_finished(i, [f.to_dict() for f in state.findings], [r.to_dict() for r in state.records],
-                                      summaries[-1].to_dict())
+    with backend.running():  # the backend's settings for the run (torch on the CPU: one thread)
+        for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
+            if progress is not None:
+                progress(i, len(scenarios), scenario.name)
+            repro_options = dataclasses.replace(options, scenarios_source=None) if id(scenario) in defaults else options
+            state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]),
+                                repro_command(kind, repro_options, scenario.name))
+            kind.run_scenario(state, sampler)
+            if not diagnosed and any(f.kind == "failure" for f in state.findings):
+                diagnosed = kind.diagnose(state, sampler)
+            findings += state.findings
+            records += state.records
+            summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))
+            samples += state.samples
+            if monitor is not None:
+                monitor.scenario_finished(i, [f.to_dict() for f in state.findings], [r.to_dict() for r in state.records],
+                                          summaries[-1].to_dict())
     if progress is not None:
         progress(len(scenarios), len(scenarios), "done")
     gaps = evidence_gaps(summaries, options.mode.design_tv)

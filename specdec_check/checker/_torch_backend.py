@@ -10,6 +10,9 @@ renormalised), so a correct low-precision sampler passes.
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 import torch
 
@@ -30,6 +33,8 @@ __all__ = ["TOLERANCES", "TorchBackend", "encode_on_device", "parse_on_device"]
 #:            in float32, rows of V <= 128256 renormalised: 3.2e-7).
 #:   float16: u = 4.9e-4  -> 2e-3  (~2 x 2u).
 #:   bfloat16: u = 3.9e-3 -> 1e-2  (~1.3 x 2u).
+#: Environment variable: torch's intra-op threads during a check on the CPU (default 1; see TorchBackend.running).
+THREADS_ENV = "SPECDEC_TORCH_THREADS"
 TOLERANCES = {"float64": 1e-12, "float32": 1e-6, "float16": 2e-3, "bfloat16": 1e-2}
 
 
@@ -43,17 +48,43 @@ class TorchBackend(Backend):
     name = "torch"
     counts_on_device = True
 
-    def __init__(self, device="cpu", dtype="float32"):
+    def __init__(self, device="cpu", dtype="float32", *, counts_on_device=None):
         self.torch_device = resolve_device(device)
         self.torch_dtype = resolve_dtype(dtype if dtype is not None else "float32")
         self.device = str(self.torch_device)
         self.dtype = dtype_name(self.torch_dtype)
         self.tolerance = TOLERANCES[self.dtype]
-        # The device path keeps float64 laws there; Apple's MPS has no float64: count on the host.
-        self.counts_on_device = self.torch_device.type != "mps"
+        # Count where the outputs are on an accelerator (only counts cross to the host). On the CPU the
+        # host is where they are: numpy reads a CPU tensor without a copy and its parser is the faster
+        # one for small calls. Apple's MPS has no float64: count on the host there too.
+        self.counts_on_device = (self.torch_device.type not in ("cpu", "mps") if counts_on_device is None
+                                 else bool(counts_on_device))
+        self._weights = {}  # (V, device) -> fingerprint weights there
 
     def __repr__(self):
         return f"TorchBackend(device={self.device!r}, dtype={self.dtype!r})"
+
+    @contextlib.contextmanager
+    def running(self):
+        """On the CPU, one intra-op thread for the run (``SPECDEC_TORCH_THREADS`` sets another number),
+        then the caller's setting again. The checker's calls are small: with more threads each op waits
+        on the pool, which on a loaded 2-core machine made the default mode 3.4x slower (101 s vs 29 s)."""
+        if self.torch_device.type != "cpu":
+            yield
+            return
+        before = torch.get_num_threads()
+        threads = os.environ.get(THREADS_ENV, "").strip()
+        try:
+            wanted = int(threads) if threads else 1
+        except ValueError:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer; got {threads!r}.") from None
+        if wanted < 1:
+            raise ValueError(f"{THREADS_ENV} must be a positive integer; got {threads!r}.")
+        torch.set_num_threads(wanted)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     # ----------------------------------------------------------------------------- randomness
     def generator(self, seed: int) -> torch.Generator:
@@ -116,10 +147,15 @@ class TorchBackend(Backend):
         """:meth:`Backend.fingerprint` computed where the tensor lives (only 16 bytes reach the host)."""
         if not isinstance(value, torch.Tensor):
             return super().fingerprint(value)
+        value = value.detach()
+        if value.device.type == "cpu" and value.dtype not in (torch.bfloat16,):
+            return super().fingerprint(value.numpy())  # a view of the tensor's memory: numpy's one pass
         if value.dtype.is_floating_point and value.dim() and value.shape[-1]:
-            weights = torch.from_numpy(fingerprint_weights(value.shape[-1])).to(value.device)
-            value = value.reshape(-1, value.shape[-1]).to(torch.float64) @ weights
-        return super().fingerprint(value.detach().cpu().numpy())
+            key = (value.shape[-1], value.device)
+            if key not in self._weights:
+                self._weights[key] = torch.from_numpy(fingerprint_weights(value.shape[-1])).to(value.device)
+            value = value.reshape(-1, value.shape[-1]).to(torch.float64) @ self._weights[key]
+        return super().fingerprint(value.cpu().numpy())
 
     def same(self, a, b) -> bool:
         """Whether two inputs are identical (shape, values, NaN == NaN); works for bfloat16 and any device."""

@@ -160,3 +160,28 @@ def test_cuda_backend_end_to_end(dtype):
     assert report.passed and report.device.startswith("cuda"), report.summary()
     report = check_generator(torch_generate, mode="quick", backend="torch", device="cuda", dtype=dtype)
     assert report.passed, report.summary()
+
+
+def test_a_cpu_run_uses_one_thread_and_restores_the_callers_setting(monkeypatch):
+    from specdec_check.checker._torch_backend import THREADS_ENV
+
+    before = torch.get_num_threads()
+    backend = TorchBackend("cpu")
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    with backend.running():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv(THREADS_ENV, "2")
+    with backend.running():
+        assert torch.get_num_threads() == 2
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(ValueError, match=THREADS_ENV):
+        with backend.running():
+            pass
+    assert torch.get_num_threads() == before
+
+
+def test_the_cpu_counts_on_the_host_unless_asked():
+    assert not TorchBackend("cpu").counts_on_device
+    assert TorchBackend("cpu", counts_on_device=True).counts_on_device

@@ -22,6 +22,12 @@ from specdec_check.scenarios import VerifierScreen, default_verifier_battery  # 
 LAW_CHECKS = ("contract", "impossible", "first_token", "stop_conditional", "accepted_count", "step_law")
 
 
+def _device_path(dtype="float32"):
+    """The torch backend on the CPU counting where the outputs are, as it does on an accelerator (on the
+    CPU it counts on the host by default)."""
+    return TorchBackend("cpu", dtype, counts_on_device=True)
+
+
 def _scenarios(*names):
     by_name = {s.name: s for s in default_verifier_battery()}
     return [by_name[n] for n in names]
@@ -36,17 +42,17 @@ def test_law_tests_never_bring_outputs_to_the_host(monkeypatch):
         return original(self, output)
 
     monkeypatch.setattr(TorchBackend, "to_host", spy)
-    report = check_verifier(torch_verify, backend="torch", scenarios=_scenarios("corpus-bigram", "many-rows"),
+    report = check_verifier(torch_verify, backend=_device_path(), scenarios=_scenarios("corpus-bigram", "many-rows"),
                             mode="quick", seed=0, checks=LAW_CHECKS)
     assert report.passed, [f.message for f in report.findings]
     assert report.samples_used > 4096 and seen == []
     # the same run with the randomness checks moves only their small calls
-    check_verifier(torch_verify, backend="torch", scenarios=_scenarios("corpus-bigram"), mode="quick", seed=0)
+    check_verifier(torch_verify, backend=_device_path(), scenarios=_scenarios("corpus-bigram"), mode="quick", seed=0)
     assert seen and all(shape[0] <= 4096 for shape in seen)
 
 
 def test_device_and_host_paths_count_the_same_samples():
-    device = check_verifier(torch_verify, backend="torch", dtype="float64", scenarios=_scenarios("corpus-bigram"),
+    device = check_verifier(torch_verify, backend=_device_path("float64"), scenarios=_scenarios("corpus-bigram"),
                             mode="quick", seed=2, checks=LAW_CHECKS)
     host = check_verifier(numpy_verify, scenarios=_scenarios("corpus-bigram"), mode="quick", seed=2, checks=LAW_CHECKS)
     assert device.passed and host.passed
@@ -88,7 +94,7 @@ def test_device_path_names_a_bug_with_the_host_message():
     report = check_verifier(entry("resample_from_target").sampler, scenarios=_scenarios("low-acceptance"),
                             mode="quick", seed=0)
     torch_bug = _torch_resample_from_target
-    device = check_verifier(torch_bug, backend="torch", dtype="float64", scenarios=_scenarios("low-acceptance"),
+    device = check_verifier(torch_bug, backend=_device_path("float64"), scenarios=_scenarios("low-acceptance"),
                             mode="quick", seed=0, checks=LAW_CHECKS)
     assert not report.passed and not device.passed
     assert device.failures[0].check == "impossible" and "residual" in device.failures[0].message
@@ -114,8 +120,9 @@ def _torch_resample_from_target(*, draft_token_ids, draft_probs, target_probs, g
 
 def test_screen_runs_on_the_torch_backend():
     report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()], seed=0)
-    device = check_verifier(torch_verify, backend="torch", scenarios=[VerifierScreen.default()], seed=0)
-    assert report.inefficiencies and device.passed and device.samples_used == 16 + 6 + 24 + 16 + 28
+    device = check_verifier(torch_verify, backend=_device_path(), scenarios=[VerifierScreen.default()], seed=0)
+    assert report.inefficiencies and not device.findings and device.samples_used == 16 + 6 + 24 + 16 + 28
+    assert device.verdict == "inconclusive"  # the screen alone runs no law test: no verdict of exactness
 
 
 from _torch_helpers import cuda_test  # noqa: E402

@@ -30,8 +30,8 @@ from ._vllm_v0 import from_vllm_v0
 from ._vllm_v1 import from_vllm_v1
 
 __all__ = [
-    "SEEDINGS",
     "AdapterSignatureError",
+    "SEEDINGS",
     "from_flashinfer",
     "from_gpt_fast",
     "from_gpt_fast_generate",

@@ -122,11 +122,11 @@ def from_vllm_v0(sampler, *, seeding: str = "mixed", strict_mode: bool = True, p
     check_seeding(seeding)
     if isinstance(sampler, type):
         instance = _construct(sampler, strict_mode)
-        call, forward = instance, instance.forward
+        call, forward = (instance if callable(instance) else instance.forward), instance.forward
     elif inspect.ismethod(sampler):
         instance, call, forward = sampler.__self__, sampler, sampler
     elif callable(getattr(sampler, "forward", None)):
-        instance, call, forward = sampler, sampler, sampler.forward
+        instance, call, forward = sampler, (sampler if callable(sampler) else sampler.forward), sampler.forward
     elif callable(sampler):
         instance, call, forward = None, sampler, sampler
     else:
@@ -160,4 +160,5 @@ def from_vllm_v0(sampler, *, seeding: str = "mixed", strict_mode: bool = True, p
 
     verify = named(verify, type(instance) if instance is not None else forward, "from_vllm_v0")
     verify.layout = layout.describe()
+    verify.sampler = instance  # the RejectionSampler called (its acceptance counters included), or None
     return verify

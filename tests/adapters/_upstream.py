@@ -38,13 +38,13 @@ def gpt_fast_dir():
 def upstream_version(src: Path) -> str:
     """vLLM's version and commit as recorded in the unpacked wheel or checkout (``?`` when absent)."""
     parts = []
-    for name in ("vllm/_version.py", "vllm/commit_id.py"):
+    for name in ("vllm/_version.py", "vllm/version.py", "vllm/commit_id.py"):
         file = src / name
         if file.exists():
             text = file.read_text()
             for key in ("__version__", "__commit__"):
                 match = re.search(rf"{key}\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)['\"]", text)
-                if match:
+                if match and match.group(1) not in parts and "PLACEHOLDER" not in match.group(1):
                     parts.append(match.group(1))
     return " ".join(parts) or "?"
 

@@ -2,6 +2,9 @@
 local reimplementations of tests/torch/_peer_impls.py (the binding under test; the evidence on real code is in
 test_upstream.py and the closing table). Laws by the calibrated G-test of tests/torch (ALPHA = 1e-9)."""
 
+import dataclasses
+import types
+
 import numpy as np
 import pytest
 
@@ -162,3 +165,98 @@ def test_flashinfer_both_apis(api):
 
     with pytest.raises(AdapterSignatureError, match="v0.2.3"):
         from_flashinfer(neither)
+
+
+# ------------------------------------------------------------------ vLLM v1: flattened requests, logits in
+@dataclasses.dataclass
+class SpecDecodeMetadata:
+    """vllm/v1/spec_decode/metadata.py (v0.8.5 fields; later releases add cu_num_sampled_tokens)."""
+
+    draft_token_ids: torch.Tensor
+    num_draft_tokens: list
+    cu_num_draft_tokens: torch.Tensor
+    target_logits_indices: torch.Tensor
+    bonus_logits_indices: torch.Tensor
+    logits_indices: torch.Tensor
+
+    def __post_init__(self):
+        self.max_spec_len = max(self.num_draft_tokens)
+
+
+@dataclasses.dataclass
+class SamplingMetadata:
+    """vllm/v1/sample/metadata.py (the fields the rejection sampler reads; the rest as in v0.8.5)."""
+
+    temperature: torch.Tensor
+    all_greedy: bool
+    all_random: bool
+    top_p: object
+    top_k: object
+    generators: dict
+    max_num_logprobs: object
+    no_penalties: bool
+    output_token_ids: list
+    allowed_token_ids_mask: object = None
+
+
+def _dense(metadata, draft_probs, target_rows, sampling_metadata):
+    """Undo v1's flattening (the adapter's dense rows) and verify with the local vLLM-style kernel."""
+    batch, k = len(metadata.num_draft_tokens), metadata.max_spec_len
+    assert metadata.draft_token_ids.dtype == torch.int32 and sampling_metadata.all_random
+    assert torch.equal(metadata.cu_num_draft_tokens, torch.arange(1, batch + 1, dtype=torch.int32) * k)
+    probs = torch.softmax(target_rows / sampling_metadata.temperature.repeat_interleave(k)[:, None], -1)
+    return (probs.view(batch, k, -1), draft_probs.view(batch, k, -1),
+            metadata.draft_token_ids.view(batch, k).long())
+
+
+class V1Early(torch.nn.Module):
+    """v0.8 - v0.11: forward(metadata, draft_probs, target_logits, bonus_token_ids, sampling_metadata) -> int32."""
+
+    def forward(self, metadata, draft_probs, target_logits, bonus_token_ids, sampling_metadata):
+        p, q, ids = _dense(metadata, draft_probs, target_logits, sampling_metadata)
+        bonus = torch.nn.functional.one_hot(bonus_token_ids[:, 0].long(), p.shape[-1]).to(p.dtype)[:, None]
+        out = peers.vllm_v0_forward(torch.cat([p, bonus], 1), bonus_token_ids.long(), q, ids,
+                                    seeded_seqs=sampling_metadata.generators)
+        return out.int()
+
+
+class V1Late(torch.nn.Module):
+    """Later: forward(metadata, draft_probs, logits [num_tokens + B, V], sampling_metadata) -> SamplerOutput; the
+    bonus rows sit among the logits and the bonus token is drawn inside (here: the global RNG)."""
+
+    def forward(self, metadata, draft_probs, logits, sampling_metadata):
+        p, q, ids = _dense(metadata, draft_probs, logits[metadata.target_logits_indices.long()], sampling_metadata)
+        bonus_probs = torch.softmax(logits[metadata.bonus_logits_indices.long()], -1)
+        bonus = torch.multinomial(bonus_probs, 1)
+        out = peers.vllm_v0_forward(torch.cat([p, bonus_probs[:, None]], 1), bonus, q, ids,
+                                    seeded_seqs=sampling_metadata.generators)
+        return types.SimpleNamespace(sampled_token_ids=out.int())
+
+
+@pytest.mark.parametrize("cls", [V1Early, V1Late])
+def test_vllm_v1_layouts_reproduce_the_law(cls):
+    verify = from_vllm_v1(cls)
+    assert verify.layout == ("target_logits + bonus_token_ids" if cls is V1Early
+                             else "logits with bonus rows, SamplerOutput")
+    ids, q, p = random_rows(44, batch=3, gamma=2, vocab=5)
+    pvalue, impossible = verify_pvalue(verify, ids, q, p, n=8_000, seed=3)
+    assert impossible == 0 and pvalue > ALPHA, pvalue
+
+
+def test_vllm_v1_unknown_metadata_is_a_usage_error():
+    @dataclasses.dataclass
+    class Strange:
+        brand_new_field: int
+
+    class V1Strange(V1Early):
+        pass
+
+    ids, q, p = random_rows(1, batch=2, gamma=1, vocab=3)
+    globals()["SpecDecodeMetadata"], saved = Strange, SpecDecodeMetadata
+    try:
+        verify = from_vllm_v1(V1Strange)  # the metadata classes are read from the sampler's module
+        with pytest.raises(AdapterSignatureError, match="brand_new_field"):
+            verify(draft_token_ids=torch.from_numpy(ids), draft_probs=torch.from_numpy(q),
+                   target_probs=torch.from_numpy(p), generator=torch.Generator())
+    finally:
+        globals()["SpecDecodeMetadata"] = saved

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU check for the torch backend: the torch tests (CUDA ones included) and the torch benchmark on CUDA.
-# Finishes within 5 minutes on one modern GPU; writes everything to $OUT/gpu_check_results.txt
+# Finishes within 5 minutes on one modern GPU, plus up to 5 per upstream source (below); writes everything to $OUT/gpu_check_results.txt
 # (or ./gpu_check_results.txt when OUT is unset). Usage: bash benchmarks/gpu_check.sh
 set -u
 cd "$(dirname "$0")/.."
@@ -73,4 +73,13 @@ else:
     for f in report.findings[:5]:
         print("  ", f.scenario, f.check, f.message[:300])
 PY
+log "== upstream: peers' real code through the adapters (pytest -m upstream tests/adapters; skips name what is missing)"
+log "   installed packages are used (vllm, flashinfer); else SPECDEC_VLLM_SRCS (space-separated unzipped vLLM wheels"
+log "   or checkouts, one run each) and SPECDEC_GPT_FAST_SRC (a gpt-fast checkout). FlashInfer needs this GPU."
+for src in ${SPECDEC_VLLM_SRCS:-none}; do
+  [ "$src" = none ] && unset SPECDEC_VLLM_SRC || export SPECDEC_VLLM_SRC="$src"
+  log "-- SPECDEC_VLLM_SRC=${SPECDEC_VLLM_SRC:-(unset)}"
+  SPECDEC_TORCH_THREADS=4 timeout 300 python -m pytest tests/adapters -m upstream -q -rs -p no:cacheprovider 2>&1 \
+    | tail -15 | tee -a "$RESULTS"
+done
 log "== done $(date -u +%FT%TZ)"

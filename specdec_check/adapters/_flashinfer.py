@@ -1,23 +1,32 @@
-"""FlashInfer ``chain_speculative_sampling`` -> verifier contract."""
+"""FlashInfer ``chain_speculative_sampling`` -> verifier contract, for the old and the new API."""
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
-from ._common import check_inputs, named
+from ._common import AdapterSignatureError, check_inputs, named, parameters_of, version_of
 
 __all__ = ["from_flashinfer"]
 
+#: The parameters both APIs have (``flashinfer/sampling.py``).
+_COMMON = ("draft_probs", "draft_token_ids", "target_probs")
+
 
 def from_flashinfer(chain_speculative_sampling, *, probs_dtype=torch.float32):
-    """Wrap FlashInfer ``chain_speculative_sampling`` as a verifier.
+    """Wrap FlashInfer ``chain_speculative_sampling`` as a verifier (old and new API, read from the signature).
 
-    FlashInfer's call is ``chain_speculative_sampling(draft_probs [B,k,V], draft_token_ids [B,k] int32,
-    target_probs [B,k+1,V], maybe_output_accepted_token_num=None, maybe_output_emitted_draft_token_num=None,
-    deterministic=True, generator=None)`` returning ``(output_token_ids [B,k+1] int32, accepted_num,
-    emitted_num)``. The adapter casts the ids to int32, the probabilities to ``probs_dtype``
-    (float32, as the kernel does internally; exact for bfloat16/float16), passes our
-    generator, keeps the first tuple element and returns it as int64.
+    * Before v0.2.3 (the API vLLM v0 called; v0.1.6 9ee26e73 .. v0.2.2 986e5b1f):
+      ``chain_speculative_sampling(draft_probs, draft_token_ids, uniform_samples [B, k+1], target_probs,
+      ...)``: the adapter draws the uniforms from our generator.
+    * v0.2.3 (fdedc432) and later: ``(draft_probs, draft_token_ids, target_probs, ..., deterministic=True,
+      generator=None)`` (later also ``seed``/``offset``): the adapter passes our generator.
+
+    Every argument is passed by keyword; ids are cast to int32, probabilities to ``probs_dtype``
+    (float32, as the kernel does internally; exact for bfloat16/float16). The first element of the
+    returned tuple (int32 ``[B, k+1]``, -1 padded) comes back as int64. A signature with neither
+    ``uniform_samples`` nor ``generator`` is an :class:`AdapterSignatureError` naming the version.
 
     FlashInfer kernels run on CUDA only: check with ``device="cuda"``.
 
@@ -34,12 +43,29 @@ def from_flashinfer(chain_speculative_sampling, *, probs_dtype=torch.float32):
     if not callable(chain_speculative_sampling):
         raise TypeError("from_flashinfer needs flashinfer.sampling.chain_speculative_sampling (a callable); "
                         f"got {type(chain_speculative_sampling).__name__}.")
+    params = parameters_of(chain_speculative_sampling, "from_flashinfer")
+    old_api = "uniform_samples" in params
+    if any(name not in params for name in _COMMON) or not (old_api or "generator" in params):
+        raise AdapterSignatureError(
+            f"from_flashinfer: {version_of(chain_speculative_sampling)}: chain_speculative_sampling"
+            f"{inspect.signature(chain_speculative_sampling)} is not an API this adapter knows: it needs "
+            f"{list(_COMMON)} and either uniform_samples (before v0.2.3) or generator (v0.2.3 and later).")
+    fixed = {"deterministic": True} if "deterministic" in params else {}
 
     def verify(*, draft_token_ids, draft_probs, target_probs, generator):
         ids, q, p = check_inputs(draft_token_ids, draft_probs, target_probs, generator)
-        result = chain_speculative_sampling(q.to(probs_dtype), ids.to(torch.int32), p.to(probs_dtype),
-                                            deterministic=True, generator=generator)
+        batch, gamma = ids.shape
+        kwargs = dict(fixed, draft_probs=q.to(probs_dtype), draft_token_ids=ids.to(torch.int32),
+                      target_probs=p.to(probs_dtype))
+        if old_api:
+            kwargs["uniform_samples"] = torch.rand((batch, gamma + 1), generator=generator, dtype=torch.float32,
+                                                   device=p.device)
+        else:
+            kwargs["generator"] = generator
+        result = chain_speculative_sampling(**kwargs)
         out = result[0] if isinstance(result, (tuple, list)) else result
         return out.to(device=p.device, dtype=torch.int64)
 
-    return named(verify, chain_speculative_sampling, "from_flashinfer")
+    verify = named(verify, chain_speculative_sampling, "from_flashinfer")
+    verify.api = "uniform_samples (before v0.2.3)" if old_api else "generator (v0.2.3+)"
+    return verify

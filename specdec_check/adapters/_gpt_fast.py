@@ -23,8 +23,10 @@ def from_gpt_fast(speculative_step, *, probs_dtype=None):
     """Wrap a gpt-fast-style verification step as a verifier.
 
     gpt-fast (``generate.py::speculative_decode``) verifies inline in its decode loop, batch
-    size 1, with **Chen et al.'s names: ``q`` is the target, ``p`` the draft**. Factor that
-    block into a step callable with this signature (the one accepted here)::
+    size 1, with **Chen et al.'s names: ``q`` is the target, ``p`` the draft**. To check gpt-fast's
+    code as written, use :func:`from_gpt_fast_generate` (its ``generate`` or ``speculative_decode``
+    on model objects with gpt-fast's interface). To check the verification block alone, factor it
+    into a step callable with this signature (the one accepted here)::
 
         speculative_step(draft_tokens, p, q) -> tokens      # optionally also generator=...
             draft_tokens  int64 [k]      the drafted ids

@@ -29,7 +29,8 @@ def test_all_is_sorted():
 
     assert adapters.__all__ == sorted(adapters.__all__)
     for name in adapters.__all__:
-        assert getattr(adapters, name).__doc__.count("Example") == 1
+        if name.startswith("from_"):
+            assert getattr(adapters, name).__doc__.count("Example") == 1, name
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTED))
@@ -80,9 +81,11 @@ def test_swapped_names_are_caught():
 
 
 def test_vllm_default_disable_bonus_tokens_is_a_visible_contract_break():
-    """With vLLM's default disable_bonus_tokens=True the last column is always -1: all-accepted rows emit nothing extra."""
-    def disabled(*args, **kw):
-        out = peers.vllm_v0_forward(*args, **kw)
+    """With vLLM's old default disable_bonus_tokens=True the last column is always -1: all-accepted rows emit nothing
+    extra (the adapter refuses such an instance; a bare forward doing it is passed through and shows it)."""
+    def disabled(target_with_bonus_probs, bonus_token_ids, draft_probs, draft_token_ids, seeded_seqs=None):
+        out = peers.vllm_v0_forward(target_with_bonus_probs, bonus_token_ids, draft_probs, draft_token_ids,
+                                    seeded_seqs=seeded_seqs)
         out[:, -1] = -1
         return out
 
@@ -131,11 +134,8 @@ def test_unguarded_kernel_turns_nan_into_tokens():
     scenarios = [s for s in battery() if s.name == "low-acceptance"]
     report = check_verifier(ADAPTED["vllm_v0"](), scenarios=scenarios, mode="quick", backend="torch", seed=1,
                             checks=["contract", "non_finite"])
-    assert [(f.kind, f.check) for f in report.findings] == [("warning", "non_finite")], report.summary()
-    strict = check_verifier(ADAPTED["vllm_v0"](), scenarios=scenarios, mode="quick", backend="torch", seed=1,
-                            checks=["contract", "non_finite"], strict=True)  # robustness counted as failure
-    assert not strict.passed
-    assert [f.check for f in strict.failures] == ["non_finite"], strict.summary()
+    assert [(f.kind, f.check) for f in report.findings if f.kind in ("failure", "warning")] == [("warning", "non_finite")], \
+        report.summary()
 
 
 @cuda_test

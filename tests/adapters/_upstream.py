@@ -1,0 +1,166 @@
+"""Loading real upstream files that cannot be installed here, for the tests marked ``upstream``.
+
+Nothing of the upstream projects is committed: each loader takes a directory (a git checkout, or
+an unpacked wheel) given by an environment variable and loads the project's real file from it.
+Only the imports of project internals that the file does not need for sampling are stubbed,
+and each stub is listed in the loader's docstring.
+
+* ``SPECDEC_VLLM_SRC``: a directory holding ``vllm/model_executor/layers/rejection_sampler.py``
+  (vLLM v0) and/or ``vllm/v1/sample/rejection_sampler.py`` (vLLM v1), e.g. ``unzip vllm-0.6.5-*.whl``.
+* ``SPECDEC_GPT_FAST_SRC``: a checkout of pytorch-labs/gpt-fast (``generate.py``, ``model.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import re
+import sys
+import types
+from pathlib import Path
+
+__all__ = ["gpt_fast_dir", "load_gpt_fast_generate", "load_vllm_v0", "load_vllm_v1", "upstream_version", "vllm_dir"]
+
+
+def vllm_dir():
+    """The directory named by SPECDEC_VLLM_SRC, or None."""
+    path = os.environ.get("SPECDEC_VLLM_SRC")
+    return Path(path) if path else None
+
+
+def gpt_fast_dir():
+    path = os.environ.get("SPECDEC_GPT_FAST_SRC")
+    return Path(path) if path else None
+
+
+def upstream_version(src: Path) -> str:
+    """vLLM's version and commit as recorded in the unpacked wheel or checkout (``?`` when absent)."""
+    parts = []
+    for name in ("vllm/_version.py", "vllm/version.py", "vllm/commit_id.py"):
+        file = src / name
+        if file.exists():
+            text = file.read_text()
+            for key in ("__version__", "__commit__"):
+                match = re.search(rf"{key}\s*=\s*(?:version\s*=\s*)?['\"]([^'\"]+)['\"]", text)
+                if match and match.group(1) not in parts and "PLACEHOLDER" not in match.group(1):
+                    parts.append(match.group(1))
+    return " ".join(parts) or "?"
+
+
+def _package(name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__path__ = []  # a bare package: its __init__ (which imports all of vLLM) is not run
+    return module
+
+
+@contextlib.contextmanager
+def _modules(stubs: dict):
+    """Put ``stubs`` in sys.modules for the duration of the loads; restore what was there after."""
+    saved = {name: sys.modules.get(name) for name in stubs}
+    sys.modules.update(stubs)
+    try:
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = old
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_vllm_v0(src: Path) -> types.ModuleType:
+    """vLLM v0's real ``rejection_sampler.py`` (and its real ``spec_decode_base_sampler.py``) from ``src``.
+
+    Stubbed, because importing the ``vllm`` package pulls in the whole engine: ``vllm`` and its
+    sub-packages are bare packages (no ``__init__`` run); ``vllm.envs`` gives only
+    ``VLLM_USE_FLASHINFER_SAMPLER = False`` (FlashInfer cannot run on a CPU); ``vllm.logger.init_logger``
+    is ``logging.getLogger``; ``vllm.platforms.current_platform.simple_compile_backend`` is
+    ``"inductor"`` (what vLLM's CUDA and CPU platforms say). Both sampler files run as released.
+    """
+    layers = src / "vllm" / "model_executor" / "layers"
+    envs = types.ModuleType("vllm.envs")
+    envs.VLLM_USE_FLASHINFER_SAMPLER = False
+    logger = types.ModuleType("vllm.logger")
+    logger.init_logger = logging.getLogger
+    platforms = types.ModuleType("vllm.platforms")
+    platforms.current_platform = types.SimpleNamespace(simple_compile_backend="inductor")
+    stubs = {"vllm": _package("vllm"), "vllm.envs": envs, "vllm.logger": logger, "vllm.platforms": platforms,
+             "vllm.model_executor": _package("vllm.model_executor"),
+             "vllm.model_executor.layers": _package("vllm.model_executor.layers"),
+             "vllm.model_executor.layers.spec_decode_base_sampler": None,
+             "vllm.model_executor.layers.rejection_sampler": None}
+    with _modules(stubs):
+        _load("vllm.model_executor.layers.spec_decode_base_sampler", layers / "spec_decode_base_sampler.py")
+        return _load("vllm.model_executor.layers.rejection_sampler", layers / "rejection_sampler.py")
+
+
+def load_vllm_v1(src: Path) -> types.ModuleType:
+    """vLLM v1's real ``vllm/v1/sample/rejection_sampler.py`` from ``src``, with its real imports
+    ``vllm/v1/spec_decode/metadata.py``, ``vllm/v1/sample/metadata.py`` and
+    ``vllm/v1/sample/ops/topk_topp_sampler.py``. Its kernels are Triton: on a CPU set
+    ``TRITON_INTERPRET=1`` before importing triton.
+
+    Stubbed: bare ``vllm`` packages (no ``__init__`` run); ``vllm.envs`` (``VLLM_USE_FLASHINFER_SAMPLER =
+    False``); ``vllm.logger.init_logger = logging.getLogger``; ``vllm.platforms.current_platform``
+    (every ``is_*()`` False: no platform-specific top-k/top-p path, which the rejection sampler does
+    not use); ``vllm.config.LogprobsMode = str``; ``vllm.triton_utils`` gives the installed ``triton``
+    and ``triton.language`` (vLLM's own module turns Triton off without a GPU driver);
+    ``vllm.v1.sample.logits_processor.LogitsProcessors`` is an empty class (no logits processors).
+    """
+    import triton
+    import triton.language as tl
+
+    def stub(name, **attrs):
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        return module
+
+    platform = types.SimpleNamespace(simple_compile_backend="inductor", device_type="cpu")
+    for name in ("is_cuda", "is_rocm", "is_tpu", "is_cpu", "is_xpu", "is_out_of_tree", "is_cuda_alike"):
+        setattr(platform, name, lambda: False)
+    stubs = {name: _package(name) for name in ("vllm", "vllm.v1", "vllm.v1.sample", "vllm.v1.sample.ops",
+                                                 "vllm.v1.spec_decode")}
+    stubs.update({
+        "vllm.envs": stub("vllm.envs", VLLM_USE_FLASHINFER_SAMPLER=False),
+        "vllm.logger": stub("vllm.logger", init_logger=logging.getLogger),
+        "vllm.platforms": stub("vllm.platforms", current_platform=platform),
+        "vllm.config": stub("vllm.config", LogprobsMode=str),
+        "vllm.triton_utils": stub("vllm.triton_utils", triton=triton, tl=tl, HAS_TRITON=True),
+        "vllm.v1.sample.logits_processor": stub("vllm.v1.sample.logits_processor",
+                                                LogitsProcessors=type("LogitsProcessors", (), {})),
+    })
+    files = ("vllm.v1.spec_decode.metadata", "vllm.v1.sample.metadata", "vllm.v1.sample.ops.topk_topp_sampler",
+             "vllm.v1.sample.rejection_sampler")
+    stubs.update({name: None for name in files})
+    with _modules(stubs):
+        for name in files:
+            module = _load(name, src / (name.replace(".", "/") + ".py"))
+        return module
+
+
+def load_gpt_fast_generate(src: Path) -> types.ModuleType:
+    """gpt-fast's real ``generate.py`` from a checkout ``src`` (its real ``model.py`` is imported too).
+
+    Stubbed: the ``tokenizer`` module (it imports sentencepiece and tiktoken, which decoding does
+    not use); ``generate.py``'s ``get_tokenizer`` is then never called.
+    """
+    tokenizer = types.ModuleType("tokenizer")
+    tokenizer.get_tokenizer = lambda *a, **k: None
+    stubs = {"tokenizer": tokenizer, "model": None, "gpt_fast_generate": None}
+    sys.path.insert(0, str(src))
+    try:
+        with _modules(stubs):
+            _load("model", src / "model.py")
+            return _load("gpt_fast_generate", src / "generate.py")
+    finally:
+        sys.path.remove(str(src))

@@ -1,0 +1,117 @@
+"""Peers' real code through the documented adapter calls (marked ``upstream``; each test skips with the reason when
+the code is not here). Nothing of theirs is committed: installed packages are imported; otherwise a directory
+given by an environment variable is loaded with only irrelevant internal imports stubbed (tests/adapters/_upstream.py):
+
+* vLLM: ``pip install vllm`` (CUDA), or ``SPECDEC_VLLM_SRC=<unzipped vllm wheel or checkout>``;
+  v1 also needs ``triton``: on a CPU export ``TRITON_INTERPRET=1`` (interpreted kernels: ~30 ms per row,
+  and numpy < 2.3 for triton's interpreter);
+* gpt-fast: ``SPECDEC_GPT_FAST_SRC=<checkout of pytorch-labs/gpt-fast>``;
+* FlashInfer: ``pip install flashinfer-python`` on a CUDA machine.
+
+Expected verdicts (measured, see the adapters' docstrings): vLLM v0's file fails before v0.5.5 (strict-mode
+arguments passed in the wrong order, fixed by PR #7218: a crash on every call) and before v0.6.6 (unseeded
+rows of a batch that mixes seeded and unseeded requests sample from uninitialised memory, fixed by PR #10863);
+later files pass. gpt-fast's generate fails after its batched-generation commit 61c193d (issue #209).
+"""
+
+import importlib
+import inspect
+import os
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from _upstream import gpt_fast_dir, load_gpt_fast_generate, load_vllm_v0, load_vllm_v1, upstream_version, vllm_dir  # noqa
+
+from specdec_check.adapters import from_flashinfer, from_gpt_fast_generate, from_vllm_v0, from_vllm_v1_dense  # noqa: E402
+from specdec_check.checker import check_generator, check_verifier  # noqa: E402
+from specdec_check.scenarios import default_generator_battery, default_verifier_battery  # noqa: E402
+
+pytestmark = pytest.mark.upstream
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _version_tuple(text: str):
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", text or "")
+    return tuple(int(x) for x in match.groups()) if match else None
+
+
+def _vllm_module(relative: str, loader):
+    """(module, version text): the installed vLLM's module, or the file under SPECDEC_VLLM_SRC."""
+    try:
+        module = importlib.import_module(relative.replace("/", ".").removesuffix(".py"))
+        import vllm
+
+        return module, vllm.__version__
+    except Exception:  # noqa: BLE001 - not installed (or not importable here): try a checkout
+        pass
+    src = vllm_dir()
+    if src is None or not (src / relative).exists():
+        pytest.skip(f"vLLM is not importable and SPECDEC_VLLM_SRC does not hold {relative}")
+    return loader(src), upstream_version(src)
+
+
+def test_vllm_v0_rejection_sampler():
+    module, version = _vllm_module("vllm/model_executor/layers/rejection_sampler.py", load_vllm_v0)
+    report = check_verifier(from_vllm_v0(module.RejectionSampler), backend="torch", device=DEVICE, mode="quick",
+                            seed=0)
+    v = _version_tuple(version)
+    if v is None:
+        pytest.skip(f"ran ({'passed' if report.passed else 'failed'}), but the version {version!r} is unknown")
+    if v < (0, 5, 5):
+        assert not report.passed and "raised" in report.failures[0].message, report.summary()  # PR #7218
+    elif v < (0, 6, 6):
+        assert not report.passed, report.summary()  # PR #10863: mixed seeded/unseeded batch
+    else:
+        assert report.passed, report.summary()
+
+
+def test_vllm_v0_mixed_batch_bug_needs_mixed_seeding():
+    """The same buggy file passes when every row is seeded (what the adapter used to do), fails mixed."""
+    module, version = _vllm_module("vllm/model_executor/layers/rejection_sampler.py", load_vllm_v0)
+    v = _version_tuple(version)
+    if v is None or not (0, 5, 5) <= v < (0, 6, 6):
+        pytest.skip(f"vLLM {version}: not a release with the #10863 bug and the #7218 fix")
+    scenarios = [s for s in default_verifier_battery() if s.name in ("low-acceptance", "corpus-bigram")]
+    seeded = check_verifier(from_vllm_v0(module.RejectionSampler, seeding="all"), scenarios=scenarios,
+                            backend="torch", device=DEVICE, mode="quick", seed=0)
+    mixed = check_verifier(from_vllm_v0(module.RejectionSampler), scenarios=scenarios, backend="torch",
+                           device=DEVICE, mode="quick", seed=0)
+    assert seeded.passed and not mixed.passed, (seeded.summary(), mixed.summary())
+
+
+def test_vllm_v1_rejection_sampler():
+    if DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("vLLM v1's kernels are Triton: on a CPU export TRITON_INTERPRET=1 (slow)")
+    pytest.importorskip("triton")
+    module, version = _vllm_module("vllm/v1/sample/rejection_sampler.py", load_vllm_v1)
+    scenarios = [s for s in default_verifier_battery()
+                 if s.name in ("low-acceptance", "disjoint-supports", "one-hot-target", "draft-zeros")]
+    report = check_verifier(from_vllm_v1_dense(module.RejectionSampler), scenarios=scenarios, backend="torch",
+                            device=DEVICE, mode="quick", seed=0, checks=["contract", "step_law", "impossible"])
+    assert report.passed, report.summary()
+
+
+def test_gpt_fast_generate():
+    src = gpt_fast_dir()
+    if src is None or not (src / "generate.py").exists():
+        pytest.skip("SPECDEC_GPT_FAST_SRC does not name a checkout of pytorch-labs/gpt-fast")
+    module = load_gpt_fast_generate(src)
+    scenarios = [s for s in default_generator_battery() if s.name in ("small-joint", "order2-joint")]
+    report = check_generator(from_gpt_fast_generate(module.generate), scenarios=scenarios, mode="quick", seed=0)
+    if "batch_size" in inspect.signature(module.generate).parameters:  # after 61c193d: issue #209
+        assert not report.passed and "raised" in report.failures[0].message, report.summary()
+    else:
+        assert report.passed, report.summary()
+
+
+def test_flashinfer_chain_speculative_sampling():
+    flashinfer = pytest.importorskip("flashinfer")
+    if not torch.cuda.is_available():
+        pytest.skip("FlashInfer kernels run on CUDA only")
+    verify = from_flashinfer(flashinfer.sampling.chain_speculative_sampling)
+    report = check_verifier(verify, backend="torch", device="cuda", mode="quick", seed=0)
+    assert report.passed, report.summary()

@@ -24,9 +24,6 @@ _PIT_TESTS = ("first_token", "accepted_length", "final_token")
 INTEGRATED = "sequence_law_integrated"
 #: Rows named in an impossible event's evidence.
 EVIDENCE_ROWS = 10
-#: A tree call's cells count this many times against the mode's ``max_cells``: drafting and the exact
-#: laws pass over every slot's rows once per child (residual updates), about twice a chain's work per cell.
-TREE_CELL_COST = 2
 
 
 def tree_cells_per_call(scenario) -> int:
@@ -62,11 +59,10 @@ class TreeCounts:
 
 def _describe(block, out, parsed, row: int, tolerance: float) -> str:
     """Why row ``row``'s emission has probability zero under the rule (the first reason found)."""
-    target = block.draw.target_probs[row]
     length = int(parsed.length[row])
     for d in range(1, length):
         parent, token = int(parsed.classes[row, d - 1]), int(out[row, d - 1])
-        if target[parent, token] <= 0:
+        if block.target_at(row, parent, token) <= 0:
             return f"accepted token {token} at depth {d}, which the target gives probability zero"
     if tolerance:
         return f"emitted final token {int(parsed.final[row])}, which the target gives probability zero there"
@@ -99,11 +95,11 @@ def tree_impossible(run, block, out, parsed, *, tolerance=None, label: str = "")
     tolerance = run.backend.tolerance if tolerance is None else tolerance
     if tolerance:
         rows = np.arange(out.shape[0])
-        bad = block.draw.target_probs[rows, parsed.stop, parsed.final] <= 0
+        bad = block.target_at(rows, parsed.stop, parsed.final) <= 0
         for d in range(1, out.shape[1]):
             active = d < parsed.length
             parent = np.where(active, parsed.classes[:, d - 1], 0)
-            bad |= active & (block.draw.target_probs[rows, parent, out[:, d - 1].clip(min=0)] <= 0)
+            bad |= active & (block.target_at(rows, parent, out[:, d - 1].clip(min=0)) <= 0)
     else:
         bad = ~(block.outcome_probability(parsed) > 0)
     if not bad.any():
@@ -150,7 +146,7 @@ class TreeLawChecks:
     def calls_planned(self) -> int:
         s, mode = self.run.scenario, self.run.mode
         n_target = min(planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2), mode.max_samples)
-        most = mode.max_law_cells // (TREE_CELL_COST * tree_cells_per_call(s))
+        most = mode.max_law_cells // tree_cells_per_call(s)
         return int(max(1, min(mode.max_law_calls, -(-n_target // s.rows_per_call), most)))
 
     def start(self) -> None:

@@ -43,8 +43,7 @@ class LawRows:
         self._extra = np.empty((0, self.vocab))
         self._extra_total = np.empty(0)
         self._extra_below = np.empty((0, self.vocab + 1))
-        self._extra_square = np.empty(0)
-        self._ready = np.zeros(0, dtype=bool)  # whether an added row's cumulative row and square are computed
+        self._ready = np.zeros(0, dtype=bool)  # whether an added row's cumulative row is computed
 
     @property
     def added(self) -> int:
@@ -67,28 +66,22 @@ class LawRows:
         return self.count + used + np.arange(n)
 
     def _prepare(self, extra_ids: np.ndarray) -> None:
-        """Compute the cumulative rows and squares of the added rows ``extra_ids`` (offsets) not done yet."""
+        """Compute the cumulative rows of the added rows ``extra_ids`` (offsets) not done yet."""
         todo = np.unique(extra_ids[~self._ready[extra_ids]])
         if not todo.size:
             return
         if self._extra_below.shape[0] < self._extra.shape[0]:  # the row buffer grew since
-            have = self._extra_below.shape[0]
-            self._extra_below = _grown(self._extra_below, have, self._extra.shape[0])
-            self._extra_square = _grown(self._extra_square, have, self._extra.shape[0])
-        rows = self._extra[todo]
-        self._extra_below[todo] = exclusive_cumsum(rows)
-        self._extra_square[todo] = (rows**2).sum(axis=1)
+            self._extra_below = _grown(self._extra_below, self._extra_below.shape[0], self._extra.shape[0])
+        self._extra_below[todo] = exclusive_cumsum(self._extra[todo])
         self._ready[todo] = True
 
     # -- reads -----------------------------------------------------------------------------------------
-    def _read(self, ids, base_read, extra_read, shape_tail=(), prepare=False):
+    def _read(self, ids, base_read, extra_read, shape_tail=()):
         ids = np.asarray(ids, dtype=np.int64)
         low = ids < self.count
         if low.all():
             return base_read(ids)
         high = ids[~low] - self.count
-        if prepare:
-            self._prepare(high)
         out = np.empty(ids.shape + shape_tail)
         out[low] = base_read(ids[low])
         out[~low] = extra_read(high)
@@ -137,7 +130,7 @@ class LawRows:
         return self.below_at(ids, self.vocab)
 
     def square(self, ids) -> np.ndarray:
-        """Each row's ``sum_y row(y)^2`` (collision probabilities)."""
+        """Each row's ``sum_y row(y)^2`` (collision probabilities; computed on demand, not kept)."""
         if self._base_square is None:
             self._base_square = (self.base**2).sum(axis=1)
-        return self._read(ids, lambda i: self._base_square[i], lambda i: self._extra_square[i], prepare=True)
+        return self._read(ids, lambda i: self._base_square[i], lambda i: (self._extra[i] ** 2).sum(axis=1))

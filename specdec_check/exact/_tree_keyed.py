@@ -35,9 +35,14 @@ __all__ = ["MAX_STATE_CELLS", "StateTable", "tree_laws_keyed"]
 MAX_STATE_CELLS = 1 << 22
 
 
-def _normalise(rows: np.ndarray) -> np.ndarray:
+def _normalise(rows: np.ndarray, out=None) -> np.ndarray:
+    """Rows divided by their sums (rows of sum 0 become 0); in place when ``out`` is ``rows``."""
     total = rows.sum(axis=-1, keepdims=True)
-    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+    if out is None:
+        return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+    np.divide(rows, total, out=out, where=total > 0)
+    out[~(total[..., 0] > 0)] = 0.0
+    return out
 
 
 class StateTable:
@@ -135,14 +140,17 @@ def tree_laws_keyed(parents, draft_token_ids, slot_keys, target_rows, draft_rows
             def make(first, state=state, x=x):
                 new = residuals.gather(state[first])
                 new[np.arange(first.size), x[first]] = 0.0
-                return _normalise(new)
+                return _normalise(new, out=new)
         elif rule == "iid":
             key = keys[rows, u]
             a = acceptance_ratio(r_x, draft_rows[key, x])
             signature = _signature(state, key, draft_rows.shape[0])
 
             def make(first, state=state, key=key):
-                return _normalise(np.maximum(residuals.gather(state[first]) - draft_rows[key[first]], 0.0))
+                new = residuals.gather(state[first])
+                np.subtract(new, draft_rows[key[first]], out=new)
+                np.maximum(new, 0.0, out=new)
+                return _normalise(new, out=new)
         else:
             m = remaining[rows, u]
             total = left.total(m)
@@ -151,8 +159,14 @@ def tree_laws_keyed(parents, draft_token_ids, slot_keys, target_rows, draft_rows
             a = acceptance_ratio(r_x, q_x)
             signature = _signature(state, m, 1 << 31)
 
-            def make(first, state=state, m=m):
-                return _normalise(np.maximum(residuals.gather(state[first]) - _normalise(left.gather(m[first])), 0.0))
+            def make(first, state=state, m=m, total=total):
+                q = left.gather(m[first])  # normalised with the totals kept (the dense kernel's sums)
+                np.divide(q, total[first, None], out=q, where=total[first, None] > 0)
+                q[~(total[first] > 0)] = 0.0
+                new = residuals.gather(state[first])
+                np.subtract(new, q, out=new)
+                np.maximum(new, 0.0, out=new)
+                return _normalise(new, out=new)
         accept[:, i] = a
         reach[:, i + 1] = reach[rows, u] * alive[rows, u] * a
         alive[rows, u] *= 1.0 - a

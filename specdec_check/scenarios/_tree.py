@@ -217,6 +217,12 @@ class TreeScenario:
         return tree_depth(self.trees)
 
     @property
+    def gamma(self) -> int:
+        """The most tokens one step accepts (:attr:`depth`): a step emits at most ``gamma + 1`` tokens, the
+        length the rule-agnostic test completes every emission to (as a chain of ``gamma`` drafts)."""
+        return self.depth
+
+    @property
     def max_branching(self) -> int:
         return int(max(np.bincount(t + 1).max() for t in self.trees))
 

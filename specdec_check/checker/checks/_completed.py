@@ -127,9 +127,15 @@ class CompletedLaw(Check):
     def absorb(self, step) -> bool:
         if self.rng is None or not step.fresh:
             return True
+        return self.absorb_emitted(step.out if step.host else self.run.backend.to_host(step.out), step.block.draw)
+
+    def absorb_emitted(self, out, draw) -> bool:
+        """Complete, transform and count one fresh call's emitted tokens ``out`` (host int [B, m], -1 padded)
+        drawn from ``draw`` (its ``pool_index``; its ``target_probs`` for fixed rows); False after a finding.
+        Any sampler kind whose step emits tokens of one sequence feeds this (chains, trees)."""
+        if self.rng is None:
+            return True
         run, s = self.run, self.run.scenario
-        draw = step.block.draw
-        out = step.out if step.host else run.backend.to_host(step.out)
         laws = self._conditionals(draw)
         length = None if s.fixed_target_probs is not None else self.length
         completed = complete_with_target(out, generator=self.rng, length=length, **laws)

@@ -4,10 +4,12 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-# The suite's quick profile, derandomized: the examples (and so the outcomes) are fixed.
+# The suite's quick profile, derandomized (the examples, and so the outcomes, are fixed) and without
+# shrinking (the failing bug's example would be shrunk through dozens of checker runs).
 FIXED_CONFTEST = '''
-from hypothesis import settings
-settings.register_profile("fixed-quick", settings.get_profile("specdec-quick"), derandomize=True, database=None)
+from hypothesis import Phase, settings
+settings.register_profile("fixed-quick", settings.get_profile("specdec-quick"), derandomize=True, database=None,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate])
 '''
 QUICK = ("--hypothesis-profile=fixed-quick", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning")
 

@@ -4,7 +4,8 @@
 (:mod:`specdec_check.samplers._tree_numpy` states the contract). The checker drafts every tree
 itself with the declared scheme and judges the outputs under the scheme's reference rule
 (``rule="standard"``): multi-round rejection sampling with the proposal the scheme implies
-(rules.md section 3; :mod:`specdec_check.exact._tree_kernels`).
+(rules.md section 3; :mod:`specdec_check.exact._tree_kernels`), or by exactness alone
+(``rule="any"``: each step completed by the exact target, :mod:`specdec_check.checker.checks._completed`).
 """
 
 from __future__ import annotations

@@ -10,8 +10,13 @@ itself with the declared scheme and judges the outputs under the scheme's refere
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
+
+import numpy as np
+
+from .. import stats
 
 from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, KINDS
 from ..exact._tree_drafting import DRAFTING_SCHEMES, check_drafting
@@ -21,7 +26,8 @@ from ._options import check_options
 from ._report import CheckReport, ScenarioSummary
 from ._session import run
 from ._tree_caller import TreeCaller
-from .checks._completed import CompletedLaw
+from ._scenario_run import ScenarioRun
+from .checks._completed import CompletedLaw, rule_agnostic_diagnosis
 from .checks._tree_efficiency import TreeEfficiency
 from .checks._tree_laws import TreeCounts, TreeLawChecks, tree_cells_per_call, tree_impossible
 from .checks._tree_probes import TreeNonFiniteProbe, ZeroCoinProbe
@@ -167,6 +173,28 @@ def _run_scenario(drafting, run, verify) -> None:
     run.summary = _summary(run, counts, time.perf_counter() - started)
 
 
+def _diagnose(drafting, run, verify) -> bool:
+    """After the first failing scenario of a full standard-rule run: run the rule-agnostic test there
+    (fresh calls, its own false-alarm budget equal to the run's, which the verdict does not use) and
+    say in the first failure what the output law shows (a lossless rule other than the reference, or
+    a loss). Returns whether it ran (once per run; not on fixed rows, which have no completion)."""
+    if (run.options.rule != "standard" or run.scenario.fixed_target_probs is not None
+            or set(TREE_DEFAULT_CHECKS["standard"]) - set(run.options.checks)):
+        return False
+    options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"))
+    plan = _plan(drafting, run.scenario, options)
+    sub = ScenarioRun(run.scenario, plan, options, stats.AlphaLedger(run.options.alpha, planned=max(1, len(plan))),
+                      np.random.default_rng(run.rng.integers(2**63)), run.repro)
+    _run_scenario(drafting, sub, verify)
+    run.calls += sub.calls
+    text, evidence = rule_agnostic_diagnosis(sub.records, sub.findings)
+    first = next(i for i, f in enumerate(run.findings) if f.kind == "failure")
+    finding = run.findings[first]
+    run.findings[first] = dataclasses.replace(finding, message=f"{finding.message} [{text}]",
+                                              evidence={**finding.evidence, "rule_agnostic": evidence})
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def tree_verifier_kind(drafting: str) -> SamplerKind:
     """The tree-verifier :class:`SamplerKind` for trees drafted with ``drafting`` (its battery, its
@@ -178,7 +206,7 @@ def tree_verifier_kind(drafting: str) -> SamplerKind:
         scenario_type=TreeScenario, default_battery=functools.partial(default_tree_battery, drafting),
         checks=TREE_CHECKS, plan=functools.partial(_plan, drafting),
         run_scenario=functools.partial(_run_scenario, drafting), prepare=functools.partial(_prepare, drafting),
-        rule_checks=TREE_DEFAULT_CHECKS,
+        rule_checks=TREE_DEFAULT_CHECKS, diagnose=functools.partial(_diagnose, drafting),
     )
 
 

@@ -113,3 +113,19 @@ def test_a_target_zero_token_fails_and_a_reference_zero_event_informs():
     report = check_tree_verifier(final_from_rejected, drafting="topk", scenarios=[uniform], mode="quick",
                                  checks=["contract", "impossible"])
     assert [f.check for f in report.failures] == ["impossible"]  # under the reference rule: impossible
+
+
+def test_a_standard_failure_says_what_the_rule_agnostic_test_shows():
+    """The first failing scenario of a standard-rule run is rerun under rule='any': a lossless rule other
+    than the reference is told to use rule='any'; a lossy one gets the completed law's rejection."""
+    scenarios = _scenarios("iid", ("star-3-enumerable", "chain-4"))
+    lossless = check_tree_verifier(samplers.numpy_verify_tree_topk, drafting="iid", scenarios=scenarios,
+                                   mode="quick", seed=4)
+    assert lossless.failures[0].evidence["rule_agnostic"]["verdict"] == "no loss detected"
+    assert "rule='any'" in lossless.failures[0].message
+    lossy = check_tree_verifier(bugs.tree_residual_not_updated, drafting="iid", scenarios=scenarios, mode="quick",
+                                seed=4)
+    assert lossy.failures[0].evidence["rule_agnostic"]["verdict"] == "lossy", lossy.summary()
+    only = check_tree_verifier(bugs.tree_residual_not_updated, drafting="iid", scenarios=scenarios, mode="quick",
+                               seed=4, checks=["contract", "impossible"])
+    assert "rule_agnostic" not in only.failures[0].evidence  # a partial run is not diagnosed

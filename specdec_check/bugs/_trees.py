@@ -211,9 +211,9 @@ def _controls():
                            "SGLang's target-only kernel with the #35788 fix (positive target probability, strict "
                            "comparison), through the adapter.", "sgl-project/sglang PR #35788", expected="pass"),
         TreeCatalogueEntry("control_tree_one_hot_on_iid", one_hot_rule_on_iid_drafts, "iid",
-                           "The one-hot rule on i.i.d. drafts, judged under rule='any': lossless (sequential inverse-CDF "
-                           "sampling of the target over the children), but it accepts fewer nodes than SpecInfer's "
-                           "rule.", "rules.md section 3 (the one-hot rule is exact for any drafting scheme)",
+                           "The one-hot rule on i.i.d. drafts, judged under rule='any': lossless (sequential "
+                           "inverse-CDF sampling of the target over the children), but it accepts fewer nodes than "
+                           "SpecInfer's rule.", "rules.md section 3 (the one-hot rule is exact for any drafting scheme)",
                            expected="inefficiency", finding=("efficiency",), check_rule="any"),
     )
 

@@ -25,6 +25,7 @@ from ._kinds import SamplerKind
 from ._options import check_options
 from ._report import CheckReport, ScenarioSummary
 from ._session import run
+from ._tally import law_evidence
 from ._tree_caller import TreeCaller
 from ._scenario_run import ScenarioRun
 from .checks._completed import CompletedLaw, rule_agnostic_diagnosis
@@ -96,9 +97,10 @@ def _classify(run, counts) -> None:
         where = r.details.get("test", r.check)
         run.fail(r.check, f"the {where} law differs from the exact law ({r.method}): p = {r.pvalue:.3g}"
                  + (f", e-value {r.evalue:.3g}" if r.evalue is not None else "")
-                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples",
+                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples" + law_evidence(r),
                  {"test": where, "pvalue": r.pvalue, "evalue": r.evalue, "n": r.n,
-                  "worst_cells": r.details.get("worst_cells", []), "tv_plugin": r.tv_plugin})
+                  "worst_cells": r.details.get("worst_cells", []), "worst_tokens": r.details.get("worst_tokens", []),
+                  "tv_plugin": r.tv_plugin})
     if acceptance_bad:
         if not law_bad and measured < optimal:
             run.fail("efficiency", f"lossless but inefficient: accepts {measured:.4f} nodes per step where the "
@@ -181,13 +183,16 @@ def _diagnose(drafting, run, verify) -> bool:
     if (run.options.rule != "standard" or run.scenario.fixed_target_probs is not None
             or set(TREE_DEFAULT_CHECKS["standard"]) - set(run.options.checks)):
         return False
+    first = next((f for f in run.findings if f.kind == "failure"), None)
+    if first is None or first.check == "contract":
+        return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
     options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"))
     plan = _plan(drafting, run.scenario, options)
     sub = ScenarioRun(run.scenario, plan, options, stats.AlphaLedger(run.options.alpha, planned=max(1, len(plan))),
                       np.random.default_rng(run.rng.integers(2**63)), run.repro)
     _run_scenario(drafting, sub, verify)
     run.calls += sub.calls
-    text, evidence = rule_agnostic_diagnosis(sub.records, sub.findings)
+    text, evidence = rule_agnostic_diagnosis(sub.records, sub.findings, run.mode.design_tv)
     first = next(i for i, f in enumerate(run.findings) if f.kind == "failure")
     finding = run.findings[first]
     run.findings[first] = dataclasses.replace(finding, message=f"{finding.message} [{text}]",

@@ -60,10 +60,11 @@ def completed_tv_bounds(record, *, delta: float) -> dict:
     return bounds
 
 
-def rule_agnostic_diagnosis(records, failures) -> tuple:
+def rule_agnostic_diagnosis(records, failures, design_tv: float) -> tuple:
     """``(text, evidence)``: what a rule-agnostic run (the ``completed`` records and the failures of a run
     under rule="any" on a scenario that failed under the standard rule) says about the output law:
-    lossy (with certified TV bounds), no loss detected (at its resolution), or not run."""
+    lossy (with certified TV bounds), no loss detected (at its resolution, when that reaches the mode's
+    ``design_tv``), inconclusive (a coarser resolution), or not run."""
     records = [r for r in records if r.check == "completed"]
     failures = [f for f in failures if f.kind == "failure"]
     if failures and not records:
@@ -78,8 +79,12 @@ def rule_agnostic_diagnosis(records, failures) -> tuple:
                 f"{bound}, each at confidence 1 - {worst.alpha:.2g})",
                 {"verdict": "lossy", "tv_lower": lower, "tv_upper": upper, "pvalue": worst.pvalue})
     resolution = min((r.min_detectable_tv for r in records if r.min_detectable_tv is not None), default=None)
-    return ("the rule-agnostic test detected no loss" + (f" at TV resolution {resolution:.3g}" if resolution else "")
-            + ": if this verifier implements another lossless rule, check it with rule='any' (--rule any)",
+    if resolution is None or resolution > design_tv:
+        return (f"the rule-agnostic test detected no loss, but its resolution (TV {resolution or 1.0:.3g}) is short of "
+                f"the mode's design TV {design_tv:.3g}: it cannot tell whether another lossless rule is implemented",
+                {"verdict": "inconclusive", "resolution": resolution})
+    return (f"the rule-agnostic test detected no loss at TV resolution {resolution:.3g}: if this verifier implements "
+            "another lossless rule (block verification, sampled match, ...), check it with rule='any' (--rule any)",
             {"verdict": "no loss detected", "resolution": resolution})
 
 

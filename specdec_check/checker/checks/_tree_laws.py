@@ -137,6 +137,15 @@ def tree_impossible(run, block, out, parsed, *, tolerance=None, label: str = "")
     return False
 
 
+def _outcome_namer(test: str):
+    """How the outcomes a per-row tree test sees read in a report (the PIT bins' tokens)."""
+    if test == "accepted_length":
+        return lambda k: f"{k} token(s) emitted"
+    if test == "final_token":
+        return lambda y: f"final token {y}"
+    return lambda y: f"token {y}"
+
+
 class TreeLawChecks:
     """The first token against target row 0; the accepted length, the final token given the stop class
     and every position of the emitted sequence against their exact laws given the tree; the emitted
@@ -175,7 +184,7 @@ class TreeLawChecks:
         for test in run.plan:
             if test.name in _PIT_TESTS or test.check == "sequence_law" and test.name != INTEGRATED:
                 self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins,
-                                                   alpha=run.spend(test.name))
+                                                   alpha=run.spend(test.name), describe=_outcome_namer(test.name))
         if INTEGRATED in run.planned:
             law = s.integrated_law(self.drafting, self.caller.rule, law_model=run.backend.law_model)
             self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED))
@@ -193,11 +202,13 @@ class TreeLawChecks:
         tallies = self.tallies
         try:
             if "first_token" in tallies and fresh:
-                tallies["first_token"].add_uniforms(block.pit_first(out, uniforms(out.shape[0])))
+                tallies["first_token"].add_uniforms(block.pit_first(out, uniforms(out.shape[0])), categories=out[:, 0])
             if "accepted_length" in tallies:
-                tallies["accepted_length"].add_uniforms(block.pit_length(parsed, uniforms(out.shape[0])))
+                tallies["accepted_length"].add_uniforms(block.pit_length(parsed, uniforms(out.shape[0])),
+                                                        categories=parsed.length)
             if "final_token" in tallies:
-                tallies["final_token"].add_uniforms(block.pit_final(parsed, uniforms(out.shape[0])))
+                tallies["final_token"].add_uniforms(block.pit_final(parsed, uniforms(out.shape[0])),
+                                                    categories=parsed.final)
             for t in range(1, out.shape[1]):
                 tally = tallies.get(_position(t))
                 if tally is not None:

@@ -92,3 +92,34 @@ def test_sampled_match_is_lossless_but_inefficient_under_rule_any():
     report = _run("control_sampled_match", "any")
     assert report.verdict == "inefficient" and report.passed
     assert any(f.kind == "inefficiency" and f.check == "efficiency" for f in report.findings)
+
+
+def test_a_rule_accepting_more_than_the_optimum_fails_and_block_verification_does_not():
+    # Default mode on corpus-bigram: 9,728 fresh rows. Block verification with uncapped weights accepts
+    # 0.153 drafts per step above block verification's expectation on the same drafts (completed-law TV
+    # 0.076 by enumeration, which the law tests miss); the empirical Bernstein bound is 0.103. The
+    # control's excess has mean 0 exactly (its own expectation), the calibration's worst case.
+    corpus = [s for s in SCENARIOS if s.name == "corpus-bigram"]
+    reports = {name: check_verifier(entry(name).sampler, mode="default", seed=0, scenarios=corpus, rule="any")
+               for name in ("block_weights_uncapped", "control_block_verification")}
+    (above,) = [f for f in reports["block_weights_uncapped"].findings if f.check == "efficiency"]
+    assert above.kind == "failure" and "more than block verification's expectation" in above.message
+    assert above.evidence["excess_per_step"] > above.evidence["margin"] > 0
+    assert reports["block_weights_uncapped"].verdict == "failed"
+    (record,) = [r for r in reports["control_block_verification"].results if r.check == "optimum"]
+    assert record.passed and abs(record.statistic) < record.details["margin"] / 4, record
+    assert not reports["control_block_verification"].failures
+
+
+def test_the_default_battery_separates_weighted_from_unweighted_block_residuals():
+    # The standard residual in place of Algorithm 2's weighted one is at TV <= 0.008 on every enumerable
+    # default scenario but 0.098 on draft-over-proposes, which the completed-law tests resolve.
+    scenario = next(s for s in default_verifier_battery() if s.name == "draft-over-proposes")
+    assert rule_scenario_tv("block_unweighted_residual", scenario) > 0.09
+    assert rule_scenario_tv("control_block_verification", scenario) < 1e-12
+    bug = check_verifier(entry("block_unweighted_residual").sampler, mode="default", seed=0, scenarios=[scenario],
+                         rule="any")
+    assert bug.verdict == "failed" and any(f.check == "completed" for f in bug.failures), bug.failures
+    control = check_verifier(entry("control_block_verification").sampler, mode="default", seed=0,
+                             scenarios=[scenario], rule="any")
+    assert control.verdict == "passed", control.failures

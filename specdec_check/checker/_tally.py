@@ -192,12 +192,15 @@ class PitTally(CountTally):
         details = dict(extra_details or {})
         rec = super().record(extra_details=details)
         if self.category_counts is not None:
-            total = self.category_expected.sum()
+            # The expected counts are differences of cumulative rows: a cell of probability zero
+            # can come out as -1e-17. Clip that round-off so the law is a law.
+            expected = np.maximum(self.category_expected, 0.0)
+            total = expected.sum()
             rec.details["observed"] = self.category_counts.astype(int).tolist()
-            rec.details["expected"] = (self.category_expected / total).tolist() if total else []
+            rec.details["expected"] = (expected / total).tolist() if total else []
             rec.details["law"] = "pooled over rows (mixture of the per-row exact laws)"
             if total and rec.n:
-                law = self.category_expected / total
+                law = expected / total
                 rec.details["worst_tokens"] = [
                     dict(cell, cell=describe_cell(self.outcome_describe, cell["index"]))
                     for cell in stats.worst_cells(self.category_counts.astype(np.int64), law)]

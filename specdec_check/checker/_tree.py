@@ -162,7 +162,7 @@ TREE_VERIFIER = tree_verifier_kind("topk")
 
 def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND,
                         seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, rule="standard", progress=None, checks=None,
-                        device=None, dtype=None, strict=False, name=None, monitor=None) -> CheckReport:
+                        device=None, dtype=None, strict=False, name=None, monitor=None, executor=None) -> CheckReport:
     """Check that the tree verifier ``verify_tree`` reproduces the exact law of one tree step.
 
     ``verify_tree(*, parents, draft_token_ids, draft_probs, target_probs, generator)`` returns int
@@ -181,7 +181,8 @@ def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFA
     drafting; acceptances against the reference's; determinism and independence of the
     randomness; NaN inputs; and coins of exactly 0 (SGLang #35771). ``alpha`` is the false-alarm
     budget of the whole call. ``rule="any"`` (exactness alone, for other lossless tree rules) is
-    issue 16's and not implemented yet.
+    issue 16's and not implemented yet. ``executor``: where the scenarios run, as for
+    :func:`~specdec_check.checker.check_verifier`.
     """
     if drafting is None:
         drafting = getattr(verify_tree, "drafting", None)
@@ -196,6 +197,7 @@ def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFA
         raise NotImplementedError("rule='any' (exactness alone, any lossless tree rule) is issue 16's rule-agnostic "
                                   "step-then-completion test, not implemented for trees yet; use rule='standard'.")
     options = check_options(TREE_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor,
+                            executor=executor)
     return run(kind, verify_tree, scenarios, options)
 

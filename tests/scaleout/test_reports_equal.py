@@ -1,0 +1,72 @@
+"""Issue 21: the same check gives the same report JSON (timings aside) in this process, on 1, 2 or 3
+local processes and on a Dask cluster: scenarios run as shards seeded by (seed, scenario name) and
+are merged in battery order, whatever ran them and in whatever order they finished."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import without_timings
+from scaleout_samplers import verifier_scenarios
+
+from specdec_check import check_generator, check_ragged_verifier, check_tree_verifier, check_verifier
+from specdec_check.bugs import unnormalised_inverse_cdf
+from specdec_check.samplers import numpy_generate, numpy_verify
+from specdec_check.scenarios import default_generator_battery, default_ragged_battery, default_tree_battery
+
+
+def _json(report) -> str:
+    return json.dumps(without_timings(report.to_dict()), sort_keys=True)
+
+
+@pytest.mark.parametrize("verify, verdict", [(numpy_verify, "passed"), (unnormalised_inverse_cdf, "failed")],
+                         ids=["reference", "unnormalised_inverse_cdf"])
+def test_verifier_reports_are_equal_in_process_on_processes_and_on_dask(verify, verdict, dask_executor):
+    runs = {where: check_verifier(verify, scenarios=verifier_scenarios(), mode="quick", seed=7, executor=executor)
+            for where, executor in [("in-process", None), ("1 process", 1), ("2 processes", 2),
+                                    ("3 processes", 3), ("dask", dask_executor)]}
+    reference = runs["in-process"]
+    assert reference.verdict == verdict
+    assert [s.name for s in reference.scenarios] == ["screen", *(s.name for s in verifier_scenarios())]
+    assert reference.samples_used > 5_000 and len(reference.results) > 10  # a real run, not an empty one
+    if verdict == "failed":  # the diagnosis of the first failure ran, on its scenario's continued stream: its
+        # p-value depends on those draws (a diagnosis on a fresh stream gives another one)
+        diagnosis = [f.evidence["rule_agnostic"] for f in reference.findings if "rule_agnostic" in f.evidence]
+        assert [d["verdict"] for d in diagnosis] == ["lossy"] and diagnosis[0]["pvalue"] < 1e-10
+    for where, report in runs.items():
+        assert _json(report) == _json(reference), where
+
+
+def test_timings_are_the_only_fields_dropped():
+    report = check_verifier(numpy_verify, scenarios=verifier_scenarios()[:1], mode="quick", executor=2).to_dict()
+    kept = without_timings(report)
+    assert set(report) - set(kept) == {"elapsed_s"}
+    assert all(set(s) - set(k) == {"elapsed_s"} for s, k in zip(report["scenarios"], kept["scenarios"]))
+
+
+def test_generator_tree_and_ragged_reports_are_equal_on_two_processes():
+    checks = [
+        lambda executor: check_generator(numpy_generate, scenarios=default_generator_battery()[:2], mode="quick",
+                                         executor=executor),
+        lambda executor: check_tree_verifier(_tree_reference(), drafting="topk", mode="quick",
+                                             scenarios=default_tree_battery("topk")[:3], executor=executor),
+        lambda executor: check_ragged_verifier(_ragged_reference(), scenarios=default_ragged_battery()[:2],
+                                               mode="quick", executor=executor),
+    ]
+    for check in checks:
+        here, there = check(None), check(2)
+        assert here.samples_used > 0 and len(here.scenarios) >= 2
+        assert _json(there) == _json(here), here.kind
+
+
+def _tree_reference():
+    from specdec_check._settings import default_sampler, resolve_callable
+
+    return resolve_callable(default_sampler("tree_verifier"))
+
+
+def _ragged_reference():
+    from specdec_check._settings import default_sampler, resolve_callable
+
+    return resolve_callable(default_sampler("ragged_verifier"))

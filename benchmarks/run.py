@@ -178,7 +178,8 @@ def section_throughput(rep, args):
 # --------------------------------------------------------------------------------------------------
 def _fixed_mode(name, samples, calls, bins=32):
     """A mode whose law tests run exactly ``calls`` calls (design TV tiny, so the sample cap binds)."""
-    return Mode(name, design_tv=1e-3, max_samples=int(samples), max_calls=int(calls), pit_bins=bins, max_cells=1e13)
+    return Mode(name, design_tv=1e-3, max_samples=int(samples), max_calls=int(calls), pit_bins=bins, max_cells=1e13,
+                max_law_calls=int(calls), max_law_cells=1e13)
 
 
 def _timed_check(scenario, mode, verify=numpy_verify, seed=0):

@@ -2,11 +2,14 @@
 
     python benchmarks/tree_battery.py              # the three references, default mode (about 1-2 min on 2 cores)
     python benchmarks/tree_battery.py --mutants    # also every tree catalogue entry (several minutes)
+    python benchmarks/tree_battery.py --rule any   # the same under rule="any" (the rule-agnostic tests)
     python benchmarks/tree_battery.py --mode quick
 
 Prints the machine's load before and after (times on a shared machine drift with it), each
-scheme's verdict, rows and seconds with the slowest scenarios, and with ``--mutants`` the rows
-each bug needed before its first failure and the check that named it.
+scheme's verdict, rows and seconds with the slowest scenarios and the TV each scenario's law
+tests reached, and with ``--mutants`` the rows each bug needed before its first failure and the
+check that named it. Under ``--rule any`` every catalogue entry is judged under "any" (the bugs
+are lossy, so they must still fail; the controls are lossless).
 """
 
 from __future__ import annotations
@@ -45,36 +48,60 @@ def _rows_to_verdict(report):
     return report.samples_used, report.samples_used, "-"
 
 
+def _catalogue(mode, seed, rule):
+    """Every tree entry under ``rule`` (None: each entry's own), with its report: ``[(entry, report, s)]``."""
+    from specdec_check.bugs import tree_catalogue
+
+    rows = []
+    for e in tree_catalogue():
+        started = time.perf_counter()
+        report = check_tree_verifier(e.sampler, drafting=e.drafting, mode=mode, seed=seed, rule=rule or e.check_rule)
+        rows.append((e, report, time.perf_counter() - started))
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", default="default")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rule", choices=("standard", "any"), default="standard")
     parser.add_argument("--mutants", action="store_true")
     args = parser.parse_args(argv)
-    print(f"# Tree battery, {args.mode} mode, seed {args.seed} ({os.cpu_count()} CPUs; {_load()})\n")
-    print("| scheme | verdict | scenarios | rows | seconds | slowest scenarios |")
-    print("|---|---|---:|---:|---:|---|")
+    print(f"# Tree battery, {args.mode} mode, rule={args.rule}, seed {args.seed} ({os.cpu_count()} CPUs; "
+          f"{_load()})\n")
+    print("| scheme | verdict | scenarios | rows | seconds | slowest scenarios | worst achieved TV |")
+    print("|---|---|---:|---:|---:|---|---|")
+    tvs = {}
     for drafting, verify in REFERENCES.items():
         started = time.perf_counter()
-        report = check_tree_verifier(verify, drafting=drafting, mode=args.mode, seed=args.seed)
+        report = check_tree_verifier(verify, drafting=drafting, mode=args.mode, seed=args.seed, rule=args.rule)
         elapsed = time.perf_counter() - started
         slow = sorted(report.scenarios, key=lambda s: -s.elapsed_s)[:3]
+        worst = max(report.scenarios, key=lambda s: s.achieved_tv or 0.0)
+        tvs[drafting] = {s.name: s.achieved_tv for s in report.scenarios}
         print(f"| {drafting} | {report.verdict} | {len(report.scenarios)} | {report.samples_used:,} | {elapsed:.1f} | "
-              + ", ".join(f"{s.name} {s.elapsed_s:.1f}s" for s in slow) + " |")
+              + ", ".join(f"{s.name} {s.elapsed_s:.1f}s" for s in slow)
+              + f" | {worst.achieved_tv:.4f} ({worst.name}) |")
+    names = list(dict.fromkeys(name for per in tvs.values() for name in per))
+    print("\nAchieved TV per scenario (the best min_detectable_tv of its law tests; the design TV is the floor):\n")
+    print("| scenario | " + " | ".join(tvs) + " |")
+    print("|---|" + "---:|" * len(tvs))
+    for name in names:
+        print(f"| {name} | " + " | ".join(f"{tvs[d][name]:.4f}" if tvs[d].get(name) is not None else "-"
+                                         for d in tvs) + " |")
     if args.mutants:
-        from specdec_check.bugs import tree_mutation_score
-
-        score = tree_mutation_score(args.mode, seed=args.seed)
-        print(f"\n## Tree catalogue: {score.detected}/{len(score.bugs)} bugs detected, "
-              f"{sum(r.ok for r in score.controls)}/{len(score.controls)} controls passed, {score.elapsed_s:.0f} s\n")
-        print("| entry | scheme | expected | verdict | rows to verdict | rows in all | seconds "
+        rule = None if args.rule == "standard" else args.rule
+        started = time.perf_counter()
+        rows = _catalogue(args.mode, args.seed, rule)
+        judged = args.rule if rule else "each entry's own"
+        print(f"\n## Tree catalogue under rule={judged}, {time.perf_counter() - started:.0f} s\n")
+        print("| entry | scheme | rule | expected | verdict | rows to verdict | rows in all | seconds "
               "| first failing scenario: checks |")
-        print("|---|---|---|---|---:|---:|---:|---|")
-        for row in score.rows:
-            report = score.reports.get(row.name)
+        print("|---|---|---|---|---|---:|---:|---:|---|")
+        for e, report, seconds in rows:
             to_verdict, total, first = _rows_to_verdict(report)
-            print(f"| {row.name} | {row.kind[6:-1]} | {row.expected} | {row.outcome} | {to_verdict:,} | {total:,} | "
-                  f"{row.elapsed_s:.1f} | {first} |")
+            print(f"| {e.name} | {e.drafting} | {rule or e.check_rule} | {e.expected} | {report.verdict} | "
+                  f"{to_verdict:,} | {total:,} | {seconds:.1f} | {first} |")
     print(f"\n({_load()} at the end)")
 
 

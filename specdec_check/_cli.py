@@ -221,10 +221,11 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--seed", type=_seed, default=DEFAULT_SEED, help="seed of the whole run (default: %(default)s)")
     sub.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA,
                      help="false-alarm budget of the whole run (default: %(default)g)")
-    if kind == "verifier":
+    if kind in ("verifier", "tree_verifier"):
         sub.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
-                         help="judge against the standard rule (Leviathan et al. 2023; default) or any lossless rule "
-                              "(block verification, sampled match, ...: only exactness decides)")
+                         help="judge against the standard rule (Leviathan et al. 2023; for trees the scheme's "
+                              "reference rule; default) or any lossless rule (block verification, sampled match, "
+                              "traversal verification, ...: only exactness decides)")
     sub.add_argument("--strict", action="store_true",
                      help="count robustness warnings (NaN input rows, degenerate shapes) as failures")
     sub.add_argument("--checks", type=_checks, default=None, metavar="NAME[,NAME...]",

@@ -20,20 +20,26 @@ from ._vectors import _frozen, probability_vectors
 __all__ = ["TreeCase", "tree_cases", "trees"]
 
 
-#: Largest raw choice per node: a node attaches to ``room[choice % len(room)]`` (uniform enough for trees of
-#: up to a few hundred nodes, and a list of choices shrinks by deleting nodes anywhere, not only at the end).
+#: Largest raw index per node: a node attaches to the ``index % k``-th of the ``k`` slots it may attach to.
 _CHOICE = 1 << 16
 
 
 @st.composite
 def _trees(draw, min_nodes, max_nodes, max_branching, max_depth):
-    choices = draw(st.lists(st.integers(0, _CHOICE), min_size=min_nodes, max_size=max_nodes))
+    # Each node draws the depth it wants (shrinking to 1: a child of the root) and an index among the
+    # slots one level up with room left (shrinking to 0: the first). Deleting a node leaves the other
+    # nodes' choices meaning the same thing, so examples shrink by deleting nodes anywhere.
+    choices = draw(st.lists(st.tuples(st.integers(1, max_depth), st.integers(0, _CHOICE)), min_size=min_nodes,
+                            max_size=max_nodes))
     parents, depth, kids = [], [0], [0]
-    for choice in choices:
+    for want, index in choices:
         room = [s for s in range(len(depth)) if kids[s] < max_branching and depth[s] < max_depth]
         if not room:  # the bounds are full: a larger tree does not fit
             break
-        s = room[choice % len(room)]
+        up = [depth[s] for s in room if depth[s] <= want - 1]
+        level = max(up) if up else min(depth[s] for s in room)  # the wanted level, else the nearest one with room
+        at = [s for s in room if depth[s] == level]
+        s = at[index % len(at)]
         parents.append(s - 1)
         kids[s] += 1
         depth.append(depth[s] + 1)
@@ -47,7 +53,8 @@ def trees(*, min_nodes: int = 1, max_nodes: int = 12, max_branching: int = 4, ma
     """``parents`` int64 [N] of a draft tree with ``min_nodes <= N <= max_nodes`` nodes, at most
     ``max_branching`` children per node (the root included) and depth at most ``max_depth``.
 
-    Examples shrink towards fewer nodes, and each node towards the root (a star). When the bounds
+    Examples shrink towards fewer nodes, and each node towards the root (a star); a node deleted by the
+    shrinker leaves the others attached as before (each names a depth and a slot of that level). When the bounds
     hold fewer than ``max_nodes`` nodes (``max_branching`` 1 and a small depth), the tree is as large
     as they allow.
     """

@@ -25,9 +25,9 @@ from . import _ragged
 from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
 from ._tree_verifiers import *  # noqa: F403
-from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, sglang_target_only,
-                     tree_sglang_threshold_acc, tree_sglang_threshold_single, tree_catalogue, tree_entry, tree_entry_tv,
-                     tree_mutation_score)
+from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, one_hot_rule_on_iid_drafts,
+                     sglang_target_only, tree_sglang_threshold_acc, tree_sglang_threshold_single, tree_catalogue,
+                     tree_entry, tree_entry_tv, tree_mutation_score)
 from ._verifiers import *  # noqa: F403
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "entry",
     "format_mutation_table",
     "mutation_score",
+    "one_hot_rule_on_iid_drafts",
     "sglang_target_only",
     "tree_sglang_threshold_acc",
     "tree_sglang_threshold_single",

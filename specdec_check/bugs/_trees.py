@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from . import _tree_verifiers as T
 from ._score import MutationRow, MutationScore, _describe
 
-__all__ = ["TREE_BUGS", "TREE_CONTROLS", "TreeCatalogueEntry", "control_sglang_fixed", "sglang_target_only",
+__all__ = ["TREE_BUGS", "TREE_CONTROLS", "TreeCatalogueEntry", "control_sglang_fixed", "one_hot_rule_on_iid_drafts",
+           "sglang_target_only",
            "tree_sglang_threshold_acc", "tree_sglang_threshold_single", "tree_catalogue", "tree_entry", "tree_entry_tv",
            "tree_mutation_score"]
 
@@ -28,8 +29,10 @@ TV_SCENARIO = "star-3-enumerable"
 class TreeCatalogueEntry:
     """One catalogued tree verifier: its scheme, what is wrong, where it comes from, what the checker must say.
 
-    ``expected``: "failure", "inefficiency" or "pass"; ``finding``: the checks a correct detection names
-    (any of them); ``rule``: the exact rule the entry implements when it is one (for :func:`tree_entry_tv`).
+    ``expected``: "failure", "inefficiency" or "pass" (the verdict under ``check_rule``); ``finding``: the
+    checks a correct detection names (any of them); ``rule``: the exact rule the entry implements when it
+    is one (for :func:`tree_entry_tv`); ``check_rule``: the rule the checker judges it under, "standard"
+    (the scheme's reference rule) or "any" (exactness alone: a lossless rule other than the reference).
     """
 
     name: str
@@ -40,6 +43,13 @@ class TreeCatalogueEntry:
     expected: str = "failure"
     finding: tuple = ()
     rule: object = None
+    check_rule: str = "standard"
+
+    def __post_init__(self):
+        if self.expected not in ("failure", "inefficiency", "pass"):
+            raise ValueError(f"expected must be 'failure', 'inefficiency' or 'pass'; got {self.expected!r}.")
+        if self.check_rule not in ("standard", "any"):
+            raise ValueError(f"check_rule must be 'standard' or 'any'; got {self.check_rule!r}.")
 
     @property
     def kind(self) -> str:
@@ -172,6 +182,19 @@ def _bugs():
     )
 
 
+def one_hot_rule_on_iid_drafts(*, parents, draft_token_ids, draft_probs, target_probs, generator):
+    """The one-hot rule (child ``x`` accepted iff ``u < r(x)``, ``x`` zeroed in ``r`` on rejection) on
+    i.i.d. drafts: lossless for every drafting scheme (it samples the target by sequential inverse CDF over
+    the children, never reading the draft law), but not SpecInfer's rule, and it accepts less."""
+    from ..samplers import numpy_verify_tree_topk
+
+    return numpy_verify_tree_topk(parents=parents, draft_token_ids=draft_token_ids, draft_probs=draft_probs,
+                                  target_probs=target_probs, generator=generator)
+
+
+one_hot_rule_on_iid_drafts.drafting = "iid"
+
+
 def _controls():
     from ..samplers import numpy_verify_tree_iid, numpy_verify_tree_topk, numpy_verify_tree_without_replacement
 
@@ -187,6 +210,11 @@ def _controls():
         TreeCatalogueEntry("control_sglang_fixed", control_sglang_fixed, "topk",
                            "SGLang's target-only kernel with the #35788 fix (positive target probability, strict "
                            "comparison), through the adapter.", "sgl-project/sglang PR #35788", expected="pass"),
+        TreeCatalogueEntry("control_tree_one_hot_on_iid", one_hot_rule_on_iid_drafts, "iid",
+                           "The one-hot rule on i.i.d. drafts, judged under rule='any': lossless (sequential "
+                           "inverse-CDF sampling of the target over the children), but it accepts fewer nodes than "
+                           "SpecInfer's rule.", "rules.md section 3 (the one-hot rule is exact for any drafting scheme)",
+                           expected="inefficiency", finding=("efficiency",), check_rule="any"),
     )
 
 
@@ -239,16 +267,16 @@ def tree_mutation_score(mode: str = "default", *, seed: int = 0, names=None, pro
             progress(index, len(entries), e.name)
         t0 = time.perf_counter()
         try:
-            report = check_tree_verifier(e.sampler, drafting=e.drafting, mode=mode, seed=seed)
+            report = check_tree_verifier(e.sampler, drafting=e.drafting, mode=mode, seed=seed, rule=e.check_rule)
         except Exception as exc:  # a check that raises is a detected bug, and a failed control
             outcome, finding, samples = "error", f"raised {type(exc).__name__}: {exc}", 0
         else:
             reports[e.name] = report
             outcome, finding = _describe(report)
             samples = int(report.samples_used)
-        detected = outcome != "pass"
+        detected = outcome not in ("pass", "inconclusive")
+        ok = (outcome == e.expected) if e.expected != "failure" else detected  # a lossless entry must not fail
         rows.append(MutationRow(name=e.name, kind=f"tree ({e.drafting})", source=e.source, expected=e.expected,
                                 detected=detected, outcome=outcome, finding=finding, samples_used=samples,
-                                elapsed_s=time.perf_counter() - t0,
-                                ok=(not detected) if e.expected == "pass" else detected))
+                                elapsed_s=time.perf_counter() - t0, ok=ok, rule=e.check_rule))
     return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start, reports=reports)

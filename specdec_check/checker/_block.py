@@ -211,15 +211,24 @@ class VerifierBlock:
         """Block verification's expected accepted drafts summed over the block's rows: the optimum
         among valid verifiers in expectation over drafts (Sun et al., ICLR 2025, Algorithm 2 and
         Theorem 2). Computed once per block, on the host."""
+        return float(self.optimal_accepted_rows.sum())
+
+    @property
+    def optimal_accepted_rows(self) -> np.ndarray:
+        """Block verification's expected accepted drafts on each row given its drafts, float64 [B]
+        (Sun et al., ICLR 2025, Algorithm 2). Not a per-row bound on a valid verifier: only its mean
+        over drafts drawn from the draft model is (Theorem 2)."""
         if "_optimal" not in self.__dict__:
-            draw, total = self.draw, 0.0
+            draw = self.draw
+            batch = draw.draft_token_ids.shape[0]
+            per_row = np.empty(batch)
             rows = max(1, OPTIMAL_CHUNK_CELLS // max(1, (2 * self.gamma + 1) * self.vocab))
-            for start in range(0, draw.draft_token_ids.shape[0], rows):  # bounded temporaries at any V
+            for start in range(0, batch, rows):  # bounded temporaries at any V
                 part = slice(start, start + rows)
                 laws = block_weights(draw.draft_token_ids[part], draw.draft_probs[part],
                                      draw.target_probs[part]).accepted_count_law
-                total += float(laws.sum(axis=0) @ np.arange(self.gamma + 1))
-            self._optimal = total
+                per_row[part] = laws @ np.arange(self.gamma + 1)
+            self._optimal = per_row
         return self._optimal
 
     def collision_probs(self, *, bonus_missing: bool = False) -> np.ndarray:

@@ -13,7 +13,7 @@ from .. import stats
 from ._report import TestRecord
 from ._xp import as_int64, bincount, is_host
 
-__all__ = ["CountTally", "PitTally", "describe_cell", "evidence"]
+__all__ = ["CountTally", "PitTally", "describe_cell", "law_evidence"]
 
 #: The e-process is updated once the pending counts reach 1/LOOK_GROWTH of what it has seen (and at
 #: least MIN_LOOK samples): looking less often keeps any stopping time valid at a cost logarithmic in
@@ -41,7 +41,7 @@ def describe_cell(describe, index: int) -> str:
     return describe(int(index)) if describe is not None else f"cell {int(index)}"
 
 
-def evidence(record) -> str:
+def law_evidence(record) -> str:
     """The failing record's most deviant cell in tokens, for a finding's message: per-token cells where
     they were counted (``worst_tokens``), else the worst cell (a joint law's token string, or a PIT bin
     with the tokens most often seen in it). Empty when the record has no cells."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._tables import exclusive_cumsum
+from ..exact._tree_keyed import tree_laws_keyed
 from ..exact._tree_kernels import tree_laws
 from ._block import pit_from_bounds
 
@@ -151,16 +152,27 @@ def check_tree_output(out, parents, draft_token_ids, vocab_size: int, classes=No
 class TreeBlock:
     """A draw and the exact laws of one tree step given it under ``rule`` (see the module docstring).
 
-    ``window(rows)`` gives the block of a slice of rows (a pooled draw serves several calls).
+    The laws are keyed (:func:`~specdec_check.exact._tree_keyed.tree_laws_keyed`): each slot's final
+    law is a row of ``final_rows`` (``final_index`` [B, S]), shared by the slots and calls whose residual
+    is the same, so a block costs O(B N) plus one O(V) row per distinct residual. ``states`` (the
+    :class:`~specdec_check.exact._tree_keyed.StateTable` of an earlier block on the same tables) lets
+    blocks of one scenario share their residuals. ``window(rows)`` gives the block of a slice of rows
+    (a pooled draw serves several calls).
     """
 
-    def __init__(self, draw, rule, *, laws=None):
+    def __init__(self, draw, rule, *, laws=None, states=None):
         self.draw, self.rule = draw, rule
         ids = draw.draft_token_ids
         batch, nodes = ids.shape
-        self.batch, self.slots, self.vocab = batch, nodes + 1, draw.target_probs.shape[-1]
+        tables = draw.tables
+        self.batch, self.slots, self.vocab = batch, nodes + 1, tables.vocab
         self.uses = 0
-        laws = tree_laws(draw.parents, ids, draw.draft_probs, draw.target_probs, rule) if laws is None else laws
+        self.states = None
+        if laws is None and isinstance(rule, str):
+            laws, self.states = tree_laws_keyed(draw.parents, ids, draw.slot_keys, tables.target, tables.draft, rule,
+                                                target_below=tables.target_below, states=states)
+        elif laws is None:  # a ThresholdRule (the exact oracles' relaxations): the dense kernel
+            laws = tree_laws(draw.parents, ids, draw.draft_probs, draw.target_probs, rule)
         self.laws = laws
         self.rows = np.arange(batch)
         self.tokens = np.concatenate([np.full((batch, 1), -1, dtype=np.int64), ids], axis=1)
@@ -169,13 +181,11 @@ class TreeBlock:
         self.parent_cls[:, 1:] = self.cls[self.rows[:, None], laws.slot_parent[:, 1:]]
         self.width = int(laws.depth.max()) + 1
         self.reach, self.stop, self.depth = laws.reach, laws.stop, laws.depth
-        self.final = laws.final
-        self.final_below = exclusive_cumsum(laws.final)  # [B, S, V+1]
-        self.final_total = self.final_below[..., -1]
+        self.final_rows, self.final_index = laws.final_rows, laws.final_index
         count = laws.accepted_length_law()
         self.count_law = count
         self.count_below = exclusive_cumsum(count)
-        self.first_below = exclusive_cumsum(draw.target_probs[:, 0])
+        self.first_row = draw.slot_keys[:, 0]  # the root's row of the target table
         #: P(at least one node accepted): the efficiency test's per-row success probability.
         self.accept_any = 1.0 - laws.stop[:, 0]
         self.expected_accepted = float((laws.stop * laws.depth).sum())
@@ -186,15 +196,25 @@ class TreeBlock:
         return check_tree_output(out, self.draw.parents, self.draw.draft_token_ids, self.vocab,
                                  classes=(self.cls, self.parent_cls, self.tokens))
 
+    def target_at(self, rows, slots, tokens) -> np.ndarray:
+        """The target probability of ``tokens`` at ``slots`` of ``rows`` (elementwise)."""
+        return self.draw.tables.target[self.draw.slot_keys[rows, slots], tokens]
+
     # -- class sums --------------------------------------------------------------------------------
     def class_final(self, cls, token, rows=None):
         """``(lower, mass, total)`` of ``token`` under ``sum_{v in class} stop_v final_v`` (the joint
         probability of stopping in class ``cls`` and emitting ``token``), for ``rows`` (default all)."""
         rows = self.rows if rows is None else rows
-        weight = np.where(self.cls[rows] == cls[:, None], self.stop[rows], 0.0)
-        at = (rows[:, None], np.arange(self.slots), token.clip(min=0)[:, None])
-        return ((weight * self.final_below[at]).sum(axis=1), (weight * self.final[at]).sum(axis=1),
-                (weight * self.final_total[rows]).sum(axis=1))
+        member = self.cls[rows] == cls[:, None]
+        at, slot = np.nonzero(member)  # the (row, slot) pairs of each row's class: usually one per row
+        weight = self.stop[rows[at], slot]
+        index = self.final_index[rows[at], slot]
+        tok = token.clip(min=0)[at]
+        final = self.final_rows
+        n = rows.size
+        return (np.bincount(at, weight * final.below_at(index, tok), minlength=n),
+                np.bincount(at, weight * final.at(index, tok), minlength=n),
+                np.bincount(at, weight * final.cumulative_total(index), minlength=n))
 
     def child_reach(self, cls, token, rows=None):
         """``(below, at, all)``: reach summed over the children of class ``cls`` whose token is below,
@@ -212,8 +232,10 @@ class TreeBlock:
     # -- randomized PITs --------------------------------------------------------------------------
     def pit_first(self, out, uniforms):
         first = out[:, 0]
-        mass = self.draw.target_probs[self.rows, 0, first]
-        return pit_from_bounds(self.first_below[self.rows, first], mass, self.first_below[:, -1], uniforms, first)
+        tables = self.draw.tables
+        mass = tables.target[self.first_row, first]
+        below = tables.target_below
+        return pit_from_bounds(below[self.first_row, first], mass, below[self.first_row, self.vocab], uniforms, first)
 
     def pit_length(self, parsed, uniforms):
         k = parsed.accepted
@@ -248,8 +270,8 @@ class TreeBlock:
         return rows, pit_from_bounds(lower, mass, total, uniforms_for(rows.size), symbol)
 
     # -- windows -----------------------------------------------------------------------------------
-    _ROW_FIELDS = ("reach", "stop", "depth", "final", "final_below", "final_total", "count_law", "count_below",
-                   "first_below", "accept_any", "tokens", "cls", "parent_cls")
+    _ROW_FIELDS = ("reach", "stop", "depth", "final_index", "count_law", "count_below", "first_row", "accept_any",
+                   "tokens", "cls", "parent_cls")
 
     def window(self, rows) -> "TreeBlock":
         """This block restricted to ``rows`` (a slice or an index array): the laws are shared, not recomputed."""
@@ -269,7 +291,10 @@ class TreeBlock:
 def collision_probs(block: TreeBlock) -> np.ndarray:
     """Probability [B] that two independent steps on the same row emit the same string:
     ``sum over (class, y) of P(stop in class, y)^2`` (slots of one class emit the same strings)."""
-    law = np.zeros_like(block.final)
-    for s in range(block.slots):
-        law[block.rows, block.cls[:, s]] += block.stop[:, s, None] * block.final[:, s]
-    return (law**2).sum(axis=(1, 2))
+    probs = (block.stop**2 * block.final_rows.square(block.final_index)).sum(axis=1)
+    merged = np.flatnonzero((block.cls != np.arange(block.slots)).any(axis=1))
+    for b in merged:  # duplicated siblings (i.i.d. drafts over small vocabularies): add the cross terms
+        law = np.zeros((block.slots, block.vocab))
+        np.add.at(law, block.cls[b], block.stop[b, :, None] * block.final_rows.gather(block.final_index[b]))
+        probs[b] = (law**2).sum()
+    return probs

@@ -17,11 +17,19 @@ __all__ = ["TreeCaller", "TreePool"]
 
 #: Traceback lines kept in a finding (the sampler's frames and the exception).
 TRACEBACK_LINES = 6
-#: Calls are drawn together, up to this many probability cells per pooled draw (8 MiB of float64 per
-#: array): drawing and the laws' per-node loop have a fixed cost per draw that dominates small calls.
+#: Calls are drawn together, up to this many cells of per-row law state per pooled draw (8 MiB of
+#: float64): drawing and the laws' per-node loop have a fixed cost per draw that dominates small calls.
+#: Keyed laws under the i.i.d. and top-k rules keep a few numbers per slot (their residual rows are
+#: shared: :mod:`specdec_check.exact._tree_keyed`); without replacement, or dense rows, one row of V.
 POOL_CELLS = 1 << 20
 #: ... and at most this many calls per pooled draw.
 POOL_CALLS = 64
+
+
+def law_cells_per_row(scenario, rule) -> int:
+    """Cells of law state one row of ``scenario`` costs a pooled draw under ``rule`` (see :data:`POOL_CELLS`)."""
+    slots = scenario.nodes + 1
+    return slots if scenario.keyed and rule in ("iid", "topk") else slots * scenario.vocab_size
 
 
 def _traceback(exc) -> str:
@@ -35,7 +43,7 @@ class TreePool:
         s = caller.scenario
         self.caller = caller
         self.width = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
-        cells = self.width * (s.nodes + 1) * s.vocab_size
+        cells = self.width * law_cells_per_row(s, caller.rule)
         self.most = int(max(1, min(POOL_CALLS, POOL_CELLS // cells)))
         self.remaining = max(1, int(windows))
         self.block, self.left, self.at = None, 0, 0
@@ -62,16 +70,24 @@ class TreeCaller:
         self.run, self.verify, self.drafting, self.rule = run, verify, drafting, rule
         self.scenario, self.backend = run.scenario, run.backend
         self.pool = None if self.scenario.fixed_target_probs is not None else self.scenario.prompts()
+        self.tables = self.scenario.law_tables(self.law_rows)  # once per scenario (None: dense rows)
+        #: Residuals kept across blocks where they recur (keyed laws under the i.i.d. and top-k rules).
+        self.keep_states = self.tables is not None and rule in ("iid", "topk")
+        self.states = None
 
     @property
     def law_rows(self):
         return self.backend.law_rows if self.backend.casts_rows else None
 
     def draw(self, rows=None, calls: int = 1):
-        return self.scenario.draw(self.run.rng, self.drafting, self.law_rows, rows=rows, calls=calls, pool=self.pool)
+        return self.scenario.draw(self.run.rng, self.drafting, self.law_rows, rows=rows, calls=calls, pool=self.pool,
+                                  tables=self.tables)
 
     def block(self, draw) -> TreeBlock:
-        return TreeBlock(draw, self.rule)
+        block = TreeBlock(draw, self.rule, states=self.states)
+        if self.keep_states:
+            self.states = block.states
+        return block
 
     def pool_of(self, rows=None, *, windows: int) -> TreePool:
         return TreePool(self, rows, windows=windows)

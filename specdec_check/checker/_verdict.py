@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._report import ScenarioSummary
-from ._tally import evidence
+from ._tally import law_evidence
 
 __all__ = ["OUTPUT_LAW_CHECKS", "classify", "verifier_summary"]
 
@@ -29,7 +29,7 @@ def classify(run, counts) -> None:
     for r in output_law_bad:
         run.fail(r.check, f"the output law differs from the exact law ({r.method}): p = {r.pvalue:.3g}"
                  + (f", e-value {r.evalue:.3g}" if r.evalue is not None else "")
-                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples" + evidence(r),
+                 + f", plug-in TV {r.tv_plugin:.3g} over {r.n:,} samples" + law_evidence(r),
                  {"pvalue": r.pvalue, "evalue": r.evalue, "n": r.n, "worst_cells": r.details.get("worst_cells", []),
                   "worst_tokens": r.details.get("worst_tokens", []), "tv_plugin": r.tv_plugin})
     if acceptance_bad:

@@ -25,7 +25,7 @@ from ._xp import concat, is_host
 from .checks import StepCounts, locate
 from .checks._efficiency import Efficiency
 from .checks._laws import LawChecks, cells_per_call
-from .checks._completed import CompletedLaw
+from .checks._completed import CompletedLaw, rule_agnostic_diagnosis
 from .checks._non_finite import NonFiniteProbe
 from .checks._randomness import BatchInvariance, Determinism, Independence
 from .checks._screen import run_screen, screen_plan
@@ -175,32 +175,7 @@ def _diagnose(run, verify) -> bool:
                       np.random.default_rng(run.rng.integers(2**63)), run.repro)
     _run_scenario(sub, verify)
     run.calls += sub.calls
-    records = [r for r in sub.records if r.check == "completed"]
-    failures = [f for f in sub.findings if f.kind == "failure"]
-    if failures and not records:
-        text = f"the rule-agnostic test could not run: {failures[0].message}"
-        evidence = {"verdict": "not run"}
-    elif any(not r.passed for r in records):
-        worst = max((r for r in records if not r.passed), key=lambda r: r.details.get("tv_lower", 0.0))
-        lower, upper = worst.details.get("tv_lower", 0.0), worst.details.get("tv_upper")
-        bound = (f"TV at least {lower:.3g}" if lower > 0 else "its TV not yet bounded away from 0 at this sample size")
-        if upper is not None:
-            bound += f", at most {upper:.3g}"
-        text = (f"the completed output law differs from the target's (rule-agnostic test, p = {worst.pvalue:.3g}; "
-                f"{bound}, each at confidence 1 - {worst.alpha:.2g})")
-        evidence = {"verdict": "lossy", "tv_lower": lower, "tv_upper": upper, "pvalue": worst.pvalue}
-    else:
-        resolution = min((r.min_detectable_tv for r in records if r.min_detectable_tv is not None), default=None)
-        if resolution is None or resolution > run.mode.design_tv:
-            text = (f"the rule-agnostic test detected no loss, but its resolution (TV {resolution or 1.0:.3g}) is "
-                    f"short of the mode's design TV {run.mode.design_tv:.3g}: it cannot tell whether another "
-                    "lossless rule is implemented")
-            evidence = {"verdict": "inconclusive", "resolution": resolution}
-        else:
-            text = (f"the rule-agnostic test detected no loss at TV resolution {resolution:.3g}: if this verifier "
-                    "implements another lossless rule (block verification, sampled match, ...), check it with "
-                    "rule='any' (--rule any)")
-            evidence = {"verdict": "no loss detected", "resolution": resolution}
+    text, evidence = rule_agnostic_diagnosis(sub.records, sub.findings, run.mode.design_tv)
     first = next(i for i, f in enumerate(run.findings) if f.kind == "failure")
     finding = run.findings[first]
     run.findings[first] = dataclasses.replace(finding, message=f"{finding.message} [{text}]",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["arange_like", "as_int64", "bincount", "concat", "flatnonzero", "is_host", "maximum"]
+__all__ = ["arange_like", "as_int64", "bincount", "concat", "flatnonzero", "is_host", "maximum", "to_numpy"]
 
 
 def is_host(array) -> bool:
@@ -56,3 +56,8 @@ def bincount(values, minlength: int) -> np.ndarray:
     if is_host(values):
         return np.bincount(values, minlength=minlength)
     return values.long().bincount(minlength=minlength).cpu().numpy()
+
+
+def to_numpy(array) -> np.ndarray:
+    """``array`` on the host as a numpy array (a device tensor is copied over; use for small arrays)."""
+    return array if is_host(array) else array.cpu().numpy()

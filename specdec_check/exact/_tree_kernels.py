@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._law_rows import LawRows
+
 __all__ = ["RULES", "ThresholdRule", "TreeLaws", "acceptance_ratio", "slot_depths", "slot_parents", "tree_laws"]
 
 #: The reference rules, one per drafting scheme (the scheme's name is the rule's name).
@@ -70,9 +72,11 @@ class TreeLaws:
       its earlier siblings rejected);
     - ``reach`` [B, S]: probability that the walk reaches the slot (accepts every node of its path);
     - ``stop`` [B, S]: probability that the walk ends at the slot (reaches it, accepts no child);
-    - ``final`` [B, S, V]: the final token's law given that the walk ends at the slot: the residual
-      after every child was rejected, or the target row at a leaf (normalised; all zeros where the
-      walk cannot end, e.g. a child accepted with probability 1).
+    - ``final_rows`` (:class:`~specdec_check.exact._law_rows.LawRows`) and ``final_index`` int [B, S]: the
+      final token's law given that the walk ends at slot ``s`` of row ``b`` is row ``final_index[b, s]``:
+      the residual after every child was rejected, or the target row at a leaf (normalised; all zeros
+      where the walk cannot end, e.g. a child accepted with probability 1). Slots with equal laws may
+      share a row (:func:`~specdec_check.exact._tree_keyed.tree_laws_keyed`).
     """
 
     slot_parent: np.ndarray
@@ -80,7 +84,13 @@ class TreeLaws:
     accept: np.ndarray
     reach: np.ndarray
     stop: np.ndarray
-    final: np.ndarray
+    final_rows: LawRows
+    final_index: np.ndarray
+
+    @property
+    def final(self) -> np.ndarray:
+        """The final token's law by slot, float64 [B, S, V] (gathered: ``final_rows[final_index]``)."""
+        return self.final_rows.gather(self.final_index)
 
     @property
     def max_depth(self) -> int:
@@ -199,4 +209,6 @@ def tree_laws(parents, draft_token_ids, draft_probs, target_probs, rule) -> Tree
         alive[at] *= 1.0 - a
         residual[at] = r
     stop = reach * alive
-    return TreeLaws(slot_parent=slot_parent, depth=depth, accept=accept, reach=reach, stop=stop, final=residual)
+    return TreeLaws(slot_parent=slot_parent, depth=depth, accept=accept, reach=reach, stop=stop,
+                    final_rows=LawRows(residual.reshape(batch * (nodes + 1), -1)),
+                    final_index=np.arange(batch * (nodes + 1)).reshape(batch, nodes + 1))

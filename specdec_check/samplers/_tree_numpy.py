@@ -36,9 +36,10 @@ def _ratio(residual_at, proposal_at):
                         np.where(residual_at > 0, np.inf, 0.0))
 
 
-def _normalise(rows):
+def _normalise(rows, out=None):
+    """Rows divided by their sums (rows of sum 0 stay 0); in place when ``out`` is ``rows``."""
     total = rows.sum(axis=1, keepdims=True)
-    return np.divide(rows, total, out=np.zeros_like(rows), where=total > 0)
+    return np.divide(rows, total, out=np.zeros_like(rows) if out is None else out, where=total > 0)
 
 
 def _verify_tree(rule, parents, draft_token_ids, draft_probs, target_probs, generator):
@@ -65,34 +66,36 @@ def _verify_tree(rule, parents, draft_token_ids, draft_probs, target_probs, gene
         if not rows.size:
             continue
         x = ids[rows, i]
-        at = np.arange(rows.size)
-        r = residual[rows]
+        r_x = residual[rows, x]
         if rule == "topk":
-            q, q_x = None, np.ones(rows.size)
+            q_x = np.ones(rows.size)
         elif rule == "iid":
-            q = draft[rows, current[rows]]
-            q_x = q[at, x]
+            q_x = draft[rows, current[rows], x]
         else:
-            q = _normalise(left[rows])
-            q_x = q[at, x]
-        r_x = r[at, x]
+            total = left[rows].sum(axis=1)
+            q_x = np.divide(left[rows, x], total, out=np.zeros(rows.size), where=total > 0)
         if not (np.isfinite(r_x).all() and np.isfinite(q_x).all()):
             raise ValueError("target_probs or draft_probs is NaN or infinite at a drafted token.")
         accepted = coins[rows, i] < _ratio(r_x, q_x)
-        hit, miss = rows[accepted], rows[~accepted]
+        hit, miss, x_miss = rows[accepted], rows[~accepted], x[~accepted]
         out[hit, emitted[hit]] = x[accepted]
         emitted[hit] += 1
         current[hit] = i + 1
         residual[hit] = target[hit, i + 1]
         if left is not None:
             left[hit] = draft[hit, i + 1]
-            left[miss, x[~accepted]] = 0.0
-        r, missed = r[~accepted], at[~accepted]
+        if not miss.size:
+            continue
+        r = residual[miss]  # the residual of the rejected rows: r <- norm(max(r - q_i, 0)), or x zeroed (top-k)
         if rule == "topk":
-            r[np.arange(missed.size), x[~accepted]] = 0.0
-            residual[miss] = _normalise(r)
+            r[np.arange(miss.size), x_miss] = 0.0
         else:
-            residual[miss] = _normalise(np.maximum(r - q[missed], 0.0))
+            q = draft[miss, current[miss]] if rule == "iid" else _normalise(left[miss])
+            np.subtract(r, q, out=r)
+            np.maximum(r, 0.0, out=r)
+        residual[miss] = _normalise(r, out=r)
+        if left is not None:
+            left[miss, x_miss] = 0.0
     cdf = np.cumsum(residual, axis=1)
     total = cdf[:, -1]
     if not np.isfinite(total).all():

@@ -93,7 +93,7 @@ def markov_pair(kind: str, *, vocab_size: int, order: int = 1, seed: int = 0):
 
 
 def default_verifier_battery() -> list:
-    """The checker's default verifier scenarios (vocabularies 7 to 32,000; gamma 1, 2, 4, 7; rows 1 to 4096).
+    """The checker's default verifier scenarios (vocabularies 4 to 32,000; gamma 1 to 4 and 7; rows 1 to 4096).
 
     The first is the structural :class:`~specdec_check.scenarios.VerifierScreen` (16 rows, impossible
     events only), so gross bugs are named after a row or two; the statistical scenarios follow.
@@ -130,9 +130,36 @@ def _verifier_battery() -> tuple:
         target, draft = markov_pair(kind, vocab_size=vocab, order=order, seed=i)
         battery.append(VerifierScenario(name, target, draft, gamma, rows, seed=i,
                                         description=f"{kind}, V={vocab}, order {order}"))
+    battery.append(_draft_over_proposes())
     battery.append(VerifierScenario("large-vocabulary", large_target, large_draft, 2, 64, seed=99,
                                     description="hashed order-1 Zipf model, V=32,000 (per-row tests only)"))
     return tuple(battery)
+
+
+#: One row (V=4, gamma=3) where the draft over-proposes the first token (q = 0.987 against
+#: p = 0.688), so block verification's weights w_i = min(1, w_{i-1} p/q) fall well below 1 and
+#: rules that differ only in the weight part ways: the standard residual max(p - q, 0) in place of
+#: Algorithm 2's max(w p - q, 0) (Sun et al., ICLR 2025) is at completed-law TV 0.098 here, above the
+#: default design TV, against at most 0.008 on the other scenarios. Found by a random search
+#: maximising that TV over softmax rows, then rounded to three decimals.
+_OVER_PROPOSING_TARGET = ((0.208, 0.688, 0.015, 0.089), (0.234, 0.276, 0.420, 0.070),
+                          (0.021, 0.491, 0.481, 0.006), (0.853, 0.089, 0.005, 0.053))
+_OVER_PROPOSING_DRAFT = ((0.011, 0.987, 0.000, 0.002), (0.000, 0.697, 0.294, 0.009),
+                         (0.090, 0.005, 0.136, 0.769))
+#: Rows per call: the one row repeated, so a call carries 16 samples (one row per call would make
+#: the per-call cost of the sampler dominate the scenario's time).
+_OVER_PROPOSING_ROWS = 16
+
+
+def _draft_over_proposes():
+    target = np.asarray(_OVER_PROPOSING_TARGET, dtype=np.float64)
+    draft = np.asarray(_OVER_PROPOSING_DRAFT, dtype=np.float64)
+    target /= target.sum(axis=1, keepdims=True)
+    draft /= draft.sum(axis=1, keepdims=True)
+    rows = _OVER_PROPOSING_ROWS
+    return VerifierScenario.from_rows(
+        "draft-over-proposes", target_probs=np.tile(target, (rows, 1, 1)), draft_probs=np.tile(draft, (rows, 1, 1)),
+        description="fixed rows, V=4, gamma=3: the draft over-proposes the first token (block weights well below 1)")
 
 
 def _sharp_pair(*, seed):

@@ -14,7 +14,7 @@ from ..models import last_context_indices
 from .._tables import categorical, categorical_from_table, exclusive_cumsum, search_table
 from ._memory import populated_empty
 
-__all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario"]
+__all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario", "distinct_laws"]
 
 #: Largest (pool size x step outcomes) for which the integrated step law is enumerated.
 MAX_STEP_CELLS = 200_000
@@ -22,6 +22,38 @@ MAX_STEP_CELLS = 200_000
 MAX_TABLE_CELLS = 1 << 21
 #: Most contexts ((V+1)^order) a scenario enumerates to find its distinct laws.
 MAX_CONTEXTS = 1 << 22
+
+
+def distinct_laws(target: CausalModel, draft: CausalModel, *, max_cells: int = MAX_TABLE_CELLS):
+    """``(row, representatives)`` for a target and draft model: the row of every context of
+    ``max(target.order, draft.order)`` tokens in a table of their distinct (target, draft) law pairs
+    (int64 [(V+1)^order], contexts as base-(V+1) numbers, ``V`` standing for start-of-sequence) and
+    one context per row; None when the table would pass ``max_cells`` cells (rows x V) or the
+    contexts :data:`MAX_CONTEXTS`.
+
+    Contexts share a row when both models give them the same law key
+    (:meth:`~specdec_check.models.CausalModel.law_keys`), so a hashed model over V = 32,000
+    needs one row per (target prototype, draft prototype) pair, not one per context.
+    """
+    vocab = target.vocab_size
+    order, base = max(target.order, draft.order), vocab + 1
+    count = base**order
+    keyed = target.num_law_keys is not None and draft.num_law_keys is not None
+    if count > MAX_CONTEXTS or (not keyed and count * vocab > max_cells):
+        return None
+    contexts = np.stack(np.unravel_index(np.arange(count), (base,) * order), axis=1) if order else \
+        np.zeros((1, 0), dtype=np.int64)
+    target_keys, draft_keys = target.law_keys(contexts), draft.law_keys(contexts)
+    if target_keys is None or draft_keys is None:
+        joint = np.arange(count)
+    else:  # dense ranks first: a product of raw key counts may not fit in int64
+        target_rank = np.unique(np.asarray(target_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
+        draft_rank = np.unique(np.asarray(draft_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
+        joint = target_rank.astype(np.int64) * (int(draft_rank.max()) + 1) + draft_rank
+    distinct, first, row = np.unique(joint, return_index=True, return_inverse=True)
+    if distinct.size * vocab > max_cells:
+        return None
+    return row.reshape(-1).astype(np.int64), contexts[first]
 
 
 @dataclass(frozen=True)
@@ -143,32 +175,11 @@ class VerifierScenario:
     @cached_property
     def _law_index(self):
         """``(row, representatives)``: the law-table row of every context (int64 [(V+1)^order],
-        contexts as base-(V+1) numbers) and one context per row; None without tables.
-
-        Contexts share a row when both models give them the same law key
-        (:meth:`~specdec_check.models.CausalModel.law_keys`), so a hashed model over V = 32,000
-        needs one row per (target prototype, draft prototype) pair, not one per context.
-        """
+        contexts as base-(V+1) numbers) and one context per row; None without tables
+        (:func:`distinct_laws`)."""
         if self.fixed_target_probs is not None:
             return None
-        order, base = self.context_order, self.vocab_size + 1
-        count = base**order
-        keyed = self.target.num_law_keys is not None and self.draft.num_law_keys is not None
-        if count > MAX_CONTEXTS or (not keyed and count * self.vocab_size > MAX_TABLE_CELLS):
-            return None
-        contexts = np.stack(np.unravel_index(np.arange(count), (base,) * order), axis=1) if order else \
-            np.zeros((1, 0), dtype=np.int64)
-        target_keys, draft_keys = self.target.law_keys(contexts), self.draft.law_keys(contexts)
-        if target_keys is None or draft_keys is None:
-            joint = np.arange(count)
-        else:  # dense ranks first: a product of raw key counts may not fit in int64
-            target_rank = np.unique(np.asarray(target_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
-            draft_rank = np.unique(np.asarray(draft_keys).reshape(-1), return_inverse=True)[1].reshape(-1)
-            joint = target_rank.astype(np.int64) * (int(draft_rank.max()) + 1) + draft_rank
-        distinct, first, row = np.unique(joint, return_index=True, return_inverse=True)
-        if distinct.size * self.vocab_size > MAX_TABLE_CELLS:
-            return None
-        return row.reshape(-1).astype(np.int64), contexts[first]
+        return distinct_laws(self.target, self.draft)
 
     @property
     def table_rows(self) -> int | None:

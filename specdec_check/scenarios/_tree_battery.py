@@ -8,6 +8,8 @@ scheme's own (only independent drafts repeat a token among siblings).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..exact._tree_drafting import check_drafting
@@ -31,38 +33,57 @@ def _random_shapes(count: int, nodes: int, *, seed: int, max_branching: int = 3,
 
 
 def default_tree_battery(drafting: str = "topk") -> list:
-    """The checker's default tree scenarios for ``drafting`` (see the module docstring)."""
+    """The checker's default tree scenarios for ``drafting`` (see the module docstring).
+
+    The scenario objects are built once per process and shared by the schemes (they are immutable
+    and cache their law tables), so a scenario taken from this list is recognised as a default one.
+    """
     drafting = check_drafting(drafting)
+    return [scenario for scenario, schemes in _tree_battery() if drafting in schemes]
+
+
+#: Rows per call of the large-vocabulary scenario: 16 rows of 3 slots hand over 3 M cells per call.
+LARGE_ROWS_PER_CALL = 16
+
+
+@functools.lru_cache(maxsize=1)
+def _tree_battery() -> tuple:
+    """``((scenario, schemes it belongs to), ...)``."""
+    every = ("iid", "without_replacement", "topk")
     large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
     large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
     spec = [
-        # name, kind, V, order, trees, rows per call, description of the shape
-        ("chain-4", "low-acceptance", 7, 1, chain_tree(4), 64, "a chain of 4 (a chain verifier's drafts)"),
-        ("star-3-enumerable", "low-acceptance", 5, 1, star_tree(3), 32, "3 children of the root"),
-        ("small-tree-enumerable", "opposite-ranking", 4, 1, np.array([-1, -1, 0, 1]), 32, "4 nodes, depth 2"),
-        ("star-8", "opposite-ranking", 16, 1, star_tree(8), 64, "8 children of the root"),
-        ("eagle-26", "high-acceptance", 33, 2, EAGLE_26, 64, "EAGLE-like static tree, 26 nodes, depth 5"),
-        ("eagle-60", "low-acceptance", 33, 1, EAGLE_60, 32, "EAGLE-like static tree, 60 nodes, depth 6"),
+        # name, kind, V, order, trees, rows per call, description of the shape, schemes
+        ("chain-4", "low-acceptance", 7, 1, chain_tree(4), 64, "a chain of 4 (a chain verifier's drafts)", every),
+        ("star-3-enumerable", "low-acceptance", 5, 1, star_tree(3), 32, "3 children of the root", every),
+        ("small-tree-enumerable", "opposite-ranking", 4, 1, np.array([-1, -1, 0, 1]), 32, "4 nodes, depth 2", every),
+        ("star-8", "opposite-ranking", 16, 1, star_tree(8), 64, "8 children of the root", every),
+        ("eagle-26", "high-acceptance", 33, 2, EAGLE_26, 64, "EAGLE-like static tree, 26 nodes, depth 5", every),
+        ("eagle-60", "low-acceptance", 33, 1, EAGLE_60, 32, "EAGLE-like static tree, 60 nodes, depth 6", every),
         ("random-trees", "low-acceptance", 11, 1, _random_shapes(8, 12, seed=7), 64,
-         "8 random shapes of 12 nodes, branching <= 3, depth <= 5, one per row"),
+         "8 random shapes of 12 nodes, branching <= 3, depth <= 5, one per row", every),
         ("target-equals-draft", "target-equals-draft", 33, 1, eagle_like_tree([[3], [2, 1, 1], [1, 1]]), 32,
-         "target == draft, 8 nodes"),
-        ("disjoint-supports", "disjoint-supports", 16, 1, np.array([-1, -1, 0, 0, 1]), 32, "5 nodes, depth 2"),
-        ("draft-zeros", "draft-zeros", 16, 2, np.array([-1, -1, 0, 2]), 16, "4 nodes, depth 3"),
+         "target == draft, 8 nodes", every),
+        ("disjoint-supports", "disjoint-supports", 16, 1, np.array([-1, -1, 0, 0, 1]), 32, "5 nodes, depth 2", every),
+        ("draft-zeros", "draft-zeros", 16, 2, np.array([-1, -1, 0, 2]), 16, "4 nodes, depth 3", every),
         ("peaked-vs-tail-heavy", "peaked-vs-tail-heavy", 1000, 1, eagle_like_tree([[3], [2, 1, 1], [1, 1]]), 64,
-         "V=1000, 8 nodes, depth 3"),
+         "V=1000, 8 nodes, depth 3", every),
+        # without replacement cannot draft siblings from a one-hot row
+        ("one-hot-draft", "one-hot-draft", 7, 1, np.array([-1, -1, 0, 1, 0]), 32,
+         "one-hot draft, 5 nodes: i.i.d. siblings all repeat one token", ("iid", "topk")),
+        # only independent drafts repeat a token among siblings
+        ("duplicated-siblings", "low-acceptance", 3, 1, np.array([-1, -1, -1, -1, 0, 0, 1]), 64,
+         "V=3, 4 children of the root: siblings repeat tokens", ("iid",)),
     ]
-    if drafting != "without_replacement":
-        spec.append(("one-hot-draft", "one-hot-draft", 7, 1, np.array([-1, -1, 0, 1, 0]), 32,
-                     "one-hot draft, 5 nodes: i.i.d. siblings all repeat one token"))
-    if drafting == "iid":
-        spec.append(("duplicated-siblings", "low-acceptance", 3, 1, np.array([-1, -1, -1, -1, 0, 0, 1]), 64,
-                     "V=3, 4 children of the root: siblings repeat tokens"))
     battery = []
-    for i, (name, kind, vocab, order, trees, rows, shape) in enumerate(spec):
+    for i, (name, kind, vocab, order, trees, rows, shape, schemes) in enumerate(spec):
         target, draft = markov_pair(kind, vocab_size=vocab, order=order, seed=100 + i)
-        battery.append(TreeScenario(name, target, draft, trees, rows, seed=i,
-                                    description=f"{kind}, V={vocab}, order {order}; {shape}"))
-    battery.append(TreeScenario("large-vocabulary", large_target, large_draft, np.array([-1, -1, 0]), 8,
-                                seed=99, description="hashed order-1 Zipf model, V=32,000; 3 nodes, depth 2"))
-    return battery
+        battery.append((TreeScenario(name, target, draft, trees, rows, seed=i,
+                                     description=f"{kind}, V={vocab}, order {order}; {shape}"), schemes))
+    # Two nodes per tree (a star of 2 or a chain of 2, one per row): 6 rows of V = 32,000 per row, so the
+    # ~10^4 rows default mode needs fit its cap on the cells a scenario hands over (max_law_cells).
+    battery.append((TreeScenario("large-vocabulary", large_target, large_draft, np.array([[-1, -1], [-1, 0]]),
+                                 LARGE_ROWS_PER_CALL, seed=99,
+                                 description="hashed order-1 Zipf model, V=32,000; 2 nodes: a star of 2 or a chain "
+                                             "of 2, one per row"), every))
+    return tuple(battery)

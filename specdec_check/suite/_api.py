@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = ["parametrize_with_checks"]
 
 
-def parametrize_with_checks(*, verifiers=(), generators=(), checks=None):
+def parametrize_with_checks(*, verifiers=(), generators=(), tree_verifiers=(), checks=None):
     """Parametrize a test over the suite's properties for your own samplers (scikit-learn style).
 
     ::
@@ -17,23 +17,26 @@ def parametrize_with_checks(*, verifiers=(), generators=(), checks=None):
             check(ledger=specdec_ledger, options=specdec_checker_options)  # or check()
 
     Ids are ``<sampler>-<property>``, so ``-k first_token`` selects one property.
-    ``checks`` restricts the properties by name (see :data:`VERIFIER_PROPERTIES` and
-    :data:`GENERATOR_PROPERTIES`). With the ``specdec_ledger`` fixture each statistical example
-    takes its share of the run's false-alarm budget; backend, device and dtype come from the
-    plugin's options through ``specdec_checker_options``.
+    ``checks`` restricts the properties by name (see :data:`VERIFIER_PROPERTIES`,
+    :data:`GENERATOR_PROPERTIES` and :data:`TREE_VERIFIER_PROPERTIES`); a tree verifier is checked
+    under the drafting scheme its ``drafting`` attribute declares (top-k when it has none). With
+    the ``specdec_ledger`` fixture each statistical example takes its share of the run's
+    false-alarm budget; backend, device and dtype come from the plugin's options through
+    ``specdec_checker_options``.
     """
     import pytest
 
-    from ._properties import GENERATOR_PROPERTIES, VERIFIER_PROPERTIES, Check
+    from ._properties import GENERATOR_PROPERTIES, TREE_VERIFIER_PROPERTIES, VERIFIER_PROPERTIES, Check
 
+    tables = (("verifier", verifiers, VERIFIER_PROPERTIES), ("generator", generators, GENERATOR_PROPERTIES),
+              ("tree_verifier", tree_verifiers, TREE_VERIFIER_PROPERTIES))
     if checks is not None:
-        unknown = [c for c in checks if c not in VERIFIER_PROPERTIES and c not in GENERATOR_PROPERTIES]
+        unknown = [c for c in checks if not any(c in table for _, _, table in tables)]
         if unknown:
-            raise ValueError(f"unknown check(s) {unknown}; choose from {sorted(VERIFIER_PROPERTIES)} "
-                             f"or {sorted(GENERATOR_PROPERTIES)}.")
+            raise ValueError(f"unknown check(s) {unknown}; choose from {sorted(VERIFIER_PROPERTIES)}, "
+                             f"{sorted(GENERATOR_PROPERTIES)} or {sorted(TREE_VERIFIER_PROPERTIES)}.")
     params = []
-    for kind, samplers, table in (("verifier", verifiers, VERIFIER_PROPERTIES),
-                                  ("generator", generators, GENERATOR_PROPERTIES)):
+    for kind, samplers, table in tables:
         names = list(table) if checks is None else [c for c in checks if c in table]
         for sampler in samplers:
             label = getattr(sampler, "__name__", type(sampler).__name__)
@@ -42,5 +45,6 @@ def parametrize_with_checks(*, verifiers=(), generators=(), checks=None):
                 marks = [pytest.mark.specdec_statistical] if prop.statistical else []
                 params.append(pytest.param(Check(kind, sampler, prop), marks=marks, id=f"{label}-{name}"))
     if not params:
-        raise ValueError("parametrize_with_checks needs at least one verifier or generator and one known check.")
+        raise ValueError("parametrize_with_checks needs at least one verifier, generator or tree verifier and one "
+                         "known check.")
     return pytest.mark.parametrize("check", params)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specdec_check import stats
-from specdec_check.checker._tally import BIN_SAMPLE, CountTally, PitTally, evidence
+from specdec_check.checker._tally import BIN_SAMPLE, CountTally, PitTally, law_evidence
 
 
 def test_worst_cells_are_pearson_residuals_largest_first():
@@ -33,7 +33,7 @@ def test_a_count_tally_names_its_cells():
     tally.add_counts(np.array([10, 10, 10, 70]))
     rec = tally.record()
     assert not rec.passed and rec.details["worst_cells"][0]["cell"] == "tokens (1, 1)"
-    assert evidence(rec).startswith("; most deviant: tokens (1, 1), seen 70 time(s) vs 25 expected")
+    assert law_evidence(rec).startswith("; most deviant: tokens (1, 1), seen 70 time(s) vs 25 expected")
 
 
 def test_a_pit_tally_over_a_wide_law_names_the_tokens_in_its_worst_bin():
@@ -54,7 +54,7 @@ def test_a_pit_tally_over_a_wide_law_names_the_tokens_in_its_worst_bin():
     assert worst["cell"].startswith(f"PIT bin {worst['index']} of 16")
     assert worst["tokens_seen"][0]["cell"] == "token 123", worst["tokens_seen"]
     assert worst["tokens_sampled"] <= BIN_SAMPLE
-    assert "token 123 (" in evidence(rec)
+    assert "token 123 (" in law_evidence(rec)
 
 
 def test_a_pit_tally_over_a_small_law_counts_per_token():
@@ -67,4 +67,4 @@ def test_a_pit_tally_over_a_small_law_counts_per_token():
     rec = tally.record()
     assert not rec.passed
     assert rec.details["worst_tokens"][0]["cell"] == "final token 2"  # 0.4 seen where 0.2 is due
-    assert "most deviant: final token 2" in evidence(rec)
+    assert "most deviant: final token 2" in law_evidence(rec)

@@ -135,8 +135,12 @@ def test_target_passes_through_last_probs_and_start_probs_are_counted():
                              checks=["joint", "target_calls"])  # a law test: no verdict without one
     (finding,) = [f for f in report.findings if f.check == "target_calls"]
     assert finding.kind == "inefficiency" and report.verdict == "inefficient"
-    assert finding.message.startswith(f"calls the target {scenarios[0].max_new_tokens:.2f} times per "
-                                      f"{scenarios[0].max_new_tokens} tokens"), finding.message
+    # Every token cost one counted target pass: a prefill (start_probs / the first last_probs) and one
+    # step per later token, none of which verified a draft.
+    calls = finding.evidence["prefill_calls"] + finding.evidence["steps"]
+    runs = finding.evidence["prefill_calls"]
+    assert runs > 0 and calls == runs * scenarios[0].max_new_tokens, finding.evidence
+    assert finding.evidence["drafts"] == 0 and "verified no draft" in finding.message, finding.message
 
 
 # ------------------------------------------------------------------------------------------------

@@ -235,6 +235,14 @@ class TestSuite:
         result.stdout.fnmatch_lines(["*buggy:exits: the 'contract' property did not finish: the sampler exited with "
                                      "status 0*"])
 
+    def test_rule_any_skips_the_standard_rules_properties_and_passes_block_verification(self, impls):
+        args = ("--pyargs", "specdec_check.suite", *QUICK, "-k", "completed or stop_conditional", "--specdec-verifier",
+                "specdec_check.samplers:block_verify")
+        lossless = impls.runpytest_subprocess(*args, "--specdec-rule", "any", "-rs")
+        # The rule-agnostic property passes; the standard rule's per-row property is skipped, saying why.
+        lossless.assert_outcomes(passed=1, skipped=1, deselected=18)
+        lossless.stdout.fnmatch_lines(["*SKIPPED*rule*any*"])
+
     def test_bonus_from_row0_fails(self, impls):
         # Only the step-law property is asserted: identical_accepts_all sees this bug only on rows where
         # target row 0 rules out a token of the bonus row, about 1 example in 10 (51 of 500 measured), so

@@ -32,8 +32,11 @@ def test_every_tree_bug_fails_with_its_finding(entry):
 @pytest.mark.parametrize("entry", bugs.TREE_CONTROLS, ids=lambda e: e.name)
 def test_every_tree_control_passes(entry):
     report = check_tree_verifier(entry.sampler, drafting=entry.drafting, scenarios=_scenarios(entry.drafting),
-                                 mode="quick", seed=0)
+                                 mode="quick", seed=0, rule=entry.check_rule)
     assert report.passed, report.summary()
+    assert report.verdict == {"pass": "passed", "inefficiency": "inefficient"}[entry.expected], report.summary()
+    if entry.expected == "inefficiency":
+        assert {f.check for f in report.inefficiencies} <= set(entry.finding)
 
 
 def test_the_rule_entries_are_lossy_and_the_references_are_not():

@@ -46,8 +46,8 @@ def test_the_drafting_attribute_is_read_and_reports_replay():
 
 def test_arguments_are_validated():
     verify = samplers.numpy_verify_tree_topk
-    with pytest.raises(NotImplementedError, match="issue 16"):
-        check_tree_verifier(verify, drafting="topk", rule="any")
+    with pytest.raises(ValueError, match="unknown check.*under rule='any'"):
+        check_tree_verifier(verify, drafting="topk", rule="any", checks=["accepted_length"])
     with pytest.raises(ValueError, match="rule must be one of"):
         check_tree_verifier(verify, drafting="topk", rule="lossless")
     with pytest.raises(ValueError, match="drafting must be one of"):

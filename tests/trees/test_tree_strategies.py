@@ -22,8 +22,12 @@ def test_trees_respect_their_bounds(parents):
 
 
 def test_trees_shrink_to_the_smallest_star():
-    assert find(trees(max_nodes=10), lambda t: t.size >= 3).tolist() == [-1, -1, -1]
-    assert find(trees(max_nodes=10), lambda t: exact.tree_depth(t) >= 3).tolist() == [-1, 0, 1]
+    # derandomized: Hypothesis's shrinker is a heuristic, so a fixed search makes the test deterministic
+    fixed = settings(database=None, derandomize=True)
+    assert find(trees(max_nodes=10), lambda t: t.size >= 3, settings=fixed).tolist() == [-1, -1, -1]
+    assert find(trees(max_nodes=10), lambda t: exact.tree_depth(t) >= 3, settings=fixed).tolist() == [-1, 0, 1]
+    assert find(trees(max_nodes=20), lambda t: exact.tree_depth(t) >= 2 and t.size >= 4,
+                settings=fixed).tolist() == [-1, -1, -1, 0]
 
 
 def test_tree_strategy_arguments_are_checked():

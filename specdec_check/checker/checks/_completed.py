@@ -32,7 +32,7 @@ from .._session import planned_samples
 from .._tally import CountTally, PitTally
 from ._base import Check
 
-__all__ = ["CompletedLaw", "PAIR_GRID", "completed_tv_bounds"]
+__all__ = ["CompletedLaw", "PAIR_GRID", "completed_tv_bounds", "rule_agnostic_diagnosis"]
 
 #: Cells per axis of the adjacent-pair test: 8 x 8 = 64 equal cells (a few thousand pairs fill them).
 PAIR_GRID = 8
@@ -58,6 +58,34 @@ def completed_tv_bounds(record, *, delta: float) -> dict:
     if record.details.get("law") == "completed" and record.tv_upper is not None:
         bounds["tv_upper"] = float(record.tv_upper)
     return bounds
+
+
+def rule_agnostic_diagnosis(records, failures, design_tv: float) -> tuple:
+    """``(text, evidence)``: what a rule-agnostic run (the ``completed`` records and the failures of a run
+    under rule="any" on a scenario that failed under the standard rule) says about the output law:
+    lossy (with certified TV bounds), no loss detected (at its resolution, when that reaches the mode's
+    ``design_tv``), inconclusive (a coarser resolution), or not run."""
+    records = [r for r in records if r.check == "completed"]
+    failures = [f for f in failures if f.kind == "failure"]
+    if failures and not records:
+        return f"the rule-agnostic test could not run: {failures[0].message}", {"verdict": "not run"}
+    if any(not r.passed for r in records):
+        worst = max((r for r in records if not r.passed), key=lambda r: r.details.get("tv_lower", 0.0))
+        lower, upper = worst.details.get("tv_lower", 0.0), worst.details.get("tv_upper")
+        bound = (f"TV at least {lower:.3g}" if lower > 0 else "its TV not yet bounded away from 0 at this sample size")
+        if upper is not None:
+            bound += f", at most {upper:.3g}"
+        return (f"the completed output law differs from the target's (rule-agnostic test, p = {worst.pvalue:.3g}; "
+                f"{bound}, each at confidence 1 - {worst.alpha:.2g})",
+                {"verdict": "lossy", "tv_lower": lower, "tv_upper": upper, "pvalue": worst.pvalue})
+    resolution = min((r.min_detectable_tv for r in records if r.min_detectable_tv is not None), default=None)
+    if resolution is None or resolution > design_tv:
+        return (f"the rule-agnostic test detected no loss, but its resolution (TV {resolution or 1.0:.3g}) is short of "
+                f"the mode's design TV {design_tv:.3g}: it cannot tell whether another lossless rule is implemented",
+                {"verdict": "inconclusive", "resolution": resolution})
+    return (f"the rule-agnostic test detected no loss at TV resolution {resolution:.3g}: if this verifier implements "
+            "another lossless rule (block verification, sampled match, ...), check it with rule='any' (--rule any)",
+            {"verdict": "no loss detected", "resolution": resolution})
 
 
 class CompletedLaw(Check):
@@ -127,9 +155,15 @@ class CompletedLaw(Check):
     def absorb(self, step) -> bool:
         if self.rng is None or not step.fresh:
             return True
+        return self.absorb_emitted(step.out if step.host else self.run.backend.to_host(step.out), step.block.draw)
+
+    def absorb_emitted(self, out, draw) -> bool:
+        """Complete, transform and count one fresh call's emitted tokens ``out`` (host int [B, m], -1 padded)
+        drawn from ``draw`` (its ``pool_index``; its ``target_probs`` for fixed rows); False after a finding.
+        Any sampler kind whose step emits tokens of one sequence feeds this (chains, trees)."""
+        if self.rng is None:
+            return True
         run, s = self.run, self.run.scenario
-        draw = step.block.draw
-        out = step.out if step.host else run.backend.to_host(step.out)
         laws = self._conditionals(draw)
         length = None if s.fixed_target_probs is not None else self.length
         completed = complete_with_target(out, generator=self.rng, length=length, **laws)

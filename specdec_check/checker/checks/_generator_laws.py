@@ -7,7 +7,7 @@ import numpy as np
 from ...exact import joint, marginals, pair_marginals
 from .._kinds import PlannedTest
 from .._session import planned_samples
-from .._tally import CountTally, evidence
+from .._tally import CountTally, law_evidence
 from ._base import Check
 
 __all__ = ["GeneratorLaws", "PAIR_SUPPORT_CAP"]
@@ -113,5 +113,5 @@ class GeneratorLaws(Check):
             if not rec.passed:
                 run.fail(rec.check, f"the generated {name} law differs from the target's exact law: p = {rec.pvalue:.3g}"
                          + (f", e-value {rec.evalue:.3g}" if rec.evalue is not None else "")
-                         + f", plug-in TV {rec.tv_plugin:.3g} over {rec.n:,} sequences" + evidence(rec),
+                         + f", plug-in TV {rec.tv_plugin:.3g} over {rec.n:,} sequences" + law_evidence(rec),
                          {"pvalue": rec.pvalue, "n": rec.n, "worst_cells": rec.details.get("worst_cells", [])})

@@ -13,6 +13,7 @@ from ...exact import decode_emitted, encode_emitted, num_step_outcomes, step_law
 from .._kinds import PlannedTest
 from .._session import planned_samples
 from .._tally import CountTally, PitTally
+from .._xp import concat
 from ._base import Check
 
 __all__ = ["LawChecks", "PATH_LAW_MAX_VOCAB"]
@@ -25,6 +26,15 @@ PATH_LAW_MAX_VOCAB = 1000
 _PIT_TESTS = ("first_token", "stop_conditional", "accepted_count", "step_law")
 #: The test of the step law integrated over drafts (owned by the ``step_law`` check).
 _INTEGRATED = "step_law_integrated"
+#: The first token's counts per context of the prompt pool (owned by the ``first_token`` check).
+_CONTEXT_COUNTS = "first_token_counts"
+#: Largest (pool contexts x V) counted per context: the identity test over these cells has the
+#: sqrt(cells) / eps^2 rate, so beyond 2^16 cells (8 contexts at V = 8,192) the checker's sample
+#: sizes leave it no power the PIT does not have, and each call's bincount grows with the cells.
+CONTEXT_COUNT_CELLS = 1 << 16
+#: Outcomes buffered before they are counted: one bincount per this many codes (at least), not per
+#: call, so that the cost per call does not grow with the cells (the e-process looks at buffer ends).
+COUNT_BUFFER = 1 << 14
 
 
 def outcome_namer(name: str, vocab_size: int):
@@ -51,6 +61,19 @@ def emitted_namer(prompts, vocab_size: int, gamma: int, outcomes: int):
     return name
 
 
+def first_token_law(target, prompts) -> np.ndarray:
+    """float64 [P, V]: the target's law of the token after each prompt of the pool (``-1`` padding
+    dropped; ``start_probs`` for an empty prompt). Under any lossless verifier the first emitted token
+    has exactly this law given the context (Leviathan et al. 2023, Theorem 3.5: the step's first
+    token is a sample of the target's first row), so counts per (context, token) are multinomial
+    with these probabilities over a uniformly drawn pool context."""
+    rows = []
+    for prompt in prompts:
+        tokens = prompt[prompt >= 0]
+        rows.append(target.last_probs(tokens[None])[0] if tokens.size else target.start_probs())
+    return np.stack(rows)
+
+
 class LawChecks(Check):
     """First token against target row 0; the final token given the stop position against the
     residual (or bonus) row; the accepted count; the joint (k, y) given the drafted path; and the
@@ -68,6 +91,9 @@ class LawChecks(Check):
         selection = options.checks
         tests = [PlannedTest(name, name) for name in ("first_token", "stop_conditional", "accepted_count")
                  if name in selection and (scenario.gamma or name == "first_token")]
+        if ("first_token" in selection and scenario.fixed_target_probs is None
+                and scenario.prompt_pool * scenario.vocab_size <= CONTEXT_COUNT_CELLS):
+            tests.append(PlannedTest(_CONTEXT_COUNTS, "first_token"))
         if "step_law" in selection:
             if scenario.vocab_size <= PATH_LAW_MAX_VOCAB:
                 tests.append(PlannedTest("step_law", "step_law"))
@@ -78,6 +104,7 @@ class LawChecks(Check):
     def __init__(self, run, caller, counts):
         self.run, self.caller, self.counts = run, caller, counts
         self.tallies, self.integrated, self.outcomes = {}, None, 0
+        self.context_counts, self.buffered = None, []
         self.pit_rng = None
 
     @property
@@ -113,12 +140,28 @@ class LawChecks(Check):
             self.integrated = CountTally(s.name, "step_law", law, alpha=run.spend(_INTEGRATED),
                                          describe=emitted_namer(pool, s.vocab_size, s.gamma, self.outcomes))
             self.integrated.method = "integrated step law (context, emitted string)"
+        if _CONTEXT_COUNTS in run.planned:
+            law = first_token_law(run.backend.law_model(s.target), self.caller.pool)
+            vocab = s.vocab_size
+            self.context_counts = CountTally(
+                s.name, "first_token", law.reshape(-1) / law.shape[0], alpha=run.spend(_CONTEXT_COUNTS),
+                describe=lambda code: f"token {code % vocab} after prompt context {code // vocab}")
+            self.context_counts.method = "first token counts per prompt context (token-level, no PIT)"
         self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
 
     @property
     def rejected_early(self) -> bool:
-        return any(t.rejected_early for t in self.tallies.values()) or (
-            self.integrated is not None and self.integrated.rejected_early)
+        return any(t.rejected_early for t in self.tallies.values()) or any(
+            t is not None and t.rejected_early for t in (self.integrated, self.context_counts))
+
+    def _count_first(self, codes, *, flush: bool = False) -> None:
+        """Buffer first-token codes; count them once :data:`COUNT_BUFFER` are waiting (or on ``flush``)."""
+        if codes is not None:
+            self.buffered.append(codes)
+        waiting = sum(int(c.shape[0]) for c in self.buffered)
+        if self.buffered and (flush or waiting >= COUNT_BUFFER):
+            self.context_counts.add_codes(concat(self.buffered))
+            self.buffered = []
 
     def absorb(self, step) -> bool:
         """Test one call's outputs (the first token's law and the integrated law on fresh drafts only)."""
@@ -131,6 +174,11 @@ class LawChecks(Check):
                 first = step.out[:, 0] if host else step.out[:, 0].long()
                 tallies["first_token"].add_uniforms(block.pit_first(first, uniforms(first.shape[0])),
                                                     categories=first, expected=block.first_expected)
+            if self.context_counts is not None and step.fresh:
+                first = step.out[:, 0] if host else step.out[:, 0].long()
+                contexts = block.draw.pool_index if host else run.backend.to_device(block.draw.pool_index)
+                if bool((first >= 0).all()):
+                    self._count_first(contexts * s.vocab_size + first)
             if "stop_conditional" in tallies:
                 if host and not counts.bonus_missing:  # every row so far has a final token: no subset
                     has, final = None, parsed.final
@@ -161,6 +209,8 @@ class LawChecks(Check):
 
     def finish(self) -> None:
         run = self.run
+        if self.context_counts is not None:
+            self._count_first(None, flush=True)
         if self.counts.bonus_missing and "step_law" in self.tallies:
             del self.tallies["step_law"]
             run.note_skipped("step_law", "the verifier omits the bonus token, so (k, y) is undefined for k = gamma")
@@ -168,8 +218,7 @@ class LawChecks(Check):
             self.integrated = None
             run.note_skipped("step_law", "integrated step law skipped: the bonus token is missing")
         records = [t.record() for t in self.tallies.values()]
-        if self.integrated is not None:
-            records.append(self.integrated.record())
+        records += [t.record() for t in (self.integrated, self.context_counts) if t is not None]
         run.records += records
 
 

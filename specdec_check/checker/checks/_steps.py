@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._contract import any_impossible, check_output
+from .._xp import to_numpy
 from ._impossible import structural
 
 __all__ = ["Step", "StepCounts", "locate"]
@@ -45,6 +46,11 @@ class StepCounts:
         self.first_accepted = 0
         self.first_accept_groups = []
         self.bonus_missing = 0
+        # Fresh rows' excess over the optimum, D = accepted - block verification's expectation on
+        # the row's drafts: n, sum D, sum D^2 (the optimum test's sufficient statistics).
+        self.excess_rows = 0
+        self.excess_sum = 0.0
+        self.excess_square = 0.0
 
     def add_tokens(self, block, parsed) -> None:
         """A call's accepted and emitted tokens, and the block's expected acceptances."""
@@ -57,6 +63,12 @@ class StepCounts:
         """:meth:`add_tokens`, and the first-position acceptances (the efficiency test's trials)."""
         block, parsed = step.block, step.parsed
         self.add_tokens(block, parsed)
+        if block.gamma and step.fresh:
+            host = block if step.host else block.host
+            excess = to_numpy(parsed.accepted).astype(np.float64) - host.optimal_accepted_rows
+            self.excess_rows += excess.size
+            self.excess_sum += float(excess.sum())
+            self.excess_square += float(excess @ excess)
         if block.gamma:
             self.first_accepted += int((parsed.accepted > 0).sum())
             if not self.first_accept_groups or self.first_accept_groups[-1][0] is not block.accept_first:

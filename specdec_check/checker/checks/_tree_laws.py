@@ -24,9 +24,6 @@ _PIT_TESTS = ("first_token", "accepted_length", "final_token")
 INTEGRATED = "sequence_law_integrated"
 #: Rows named in an impossible event's evidence.
 EVIDENCE_ROWS = 10
-#: A tree call's cells count this many times against the mode's ``max_cells``: drafting and the exact
-#: laws pass over every slot's rows once per child (residual updates), about twice a chain's work per cell.
-TREE_CELL_COST = 2
 
 
 def tree_cells_per_call(scenario) -> int:
@@ -62,11 +59,10 @@ class TreeCounts:
 
 def _describe(block, out, parsed, row: int, tolerance: float) -> str:
     """Why row ``row``'s emission has probability zero under the rule (the first reason found)."""
-    target = block.draw.target_probs[row]
     length = int(parsed.length[row])
     for d in range(1, length):
         parent, token = int(parsed.classes[row, d - 1]), int(out[row, d - 1])
-        if target[parent, token] <= 0:
+        if block.target_at(row, parent, token) <= 0:
             return f"accepted token {token} at depth {d}, which the target gives probability zero"
     if tolerance:
         return f"emitted final token {int(parsed.final[row])}, which the target gives probability zero there"
@@ -86,39 +82,68 @@ def _describe(block, out, parsed, row: int, tolerance: float) -> str:
             "children (e.g. a rejected child's token, or a token the residual max(0, r - q) removes)")
 
 
+def _target_zero(block, out, parsed) -> np.ndarray:
+    """bool [B]: rows that emitted a token of target probability zero after its prefix (an accepted token at
+    its parent's row, or the final token at the stop slot's row): impossible under every lossless rule."""
+    rows = np.arange(out.shape[0])
+    bad = block.target_at(rows, parsed.stop, parsed.final) <= 0
+    for d in range(1, out.shape[1]):
+        active = d < parsed.length
+        parent = np.where(active, parsed.classes[:, d - 1], 0)
+        bad |= active & (block.target_at(rows, parent, out[:, d - 1].clip(min=0)) <= 0)
+    return bad
+
+
 def tree_impossible(run, block, out, parsed, *, tolerance=None, label: str = "") -> bool:
     """Check one call for emissions of probability zero under the rule; False after a finding.
 
     With the backend's tolerance 0 (float64 laws of exactly what the sampler saw) any emission of
-    exact probability zero is flagged; with a positive tolerance (low-precision backends, where the
-    sampler's arithmetic may move an acceptance across 1) only robust events are: an accepted token
-    or a final token the target row gives probability zero.
+    exact probability zero under the scheme's reference rule is flagged; with a positive tolerance
+    (low-precision backends, where the sampler's arithmetic may move an acceptance across 1) only
+    robust events are: an accepted token or a final token the target row gives probability zero.
+    Under ``rule="any"`` only those target-zero events are failures (impossible under every lossless
+    rule); an emission only the reference rule rules out is a ``"nonstandard"`` finding, once per
+    scenario, and the scenario goes on.
     """
     if not run.selected("impossible"):
         return True
     tolerance = run.backend.tolerance if tolerance is None else tolerance
-    if tolerance:
-        rows = np.arange(out.shape[0])
-        bad = block.draw.target_probs[rows, parsed.stop, parsed.final] <= 0
-        for d in range(1, out.shape[1]):
-            active = d < parsed.length
-            parent = np.where(active, parsed.classes[:, d - 1], 0)
-            bad |= active & (block.draw.target_probs[rows, parent, out[:, d - 1].clip(min=0)] <= 0)
-    else:
-        bad = ~(block.outcome_probability(parsed) > 0)
+    universal = _target_zero(block, out, parsed)
+    bad = universal if tolerance else universal | ~(block.outcome_probability(parsed) > 0)
+    if run.options.rule == "any":
+        standard_only = bad & ~universal
+        if standard_only.any() and not any(f.kind == "nonstandard" and f.check == "impossible" for f in run.findings):
+            row = int(np.flatnonzero(standard_only)[0])
+            rule = getattr(block.rule, "name", block.rule)
+            run.fail("impossible", f"not the {rule} reference rule (information under rule='any'): row {row} "
+                     f"{_describe(block, out, parsed, row, tolerance)}{label}",
+                     {"event": "outside_reference_support", "row": row, "output": out[row].tolist(),
+                      "drafts": block.draw.draft_token_ids[row].tolist(), "parents": block.draw.parents[row].tolist(),
+                      "count": int(standard_only.sum())}, kind="nonstandard")
+        bad = universal
     if not bad.any():
         return True
     idx = np.flatnonzero(bad)
     row = int(idx[0])
-    reason = _describe(block, out, parsed, row, tolerance)
-    rule = getattr(block.rule, "name", block.rule)
-    run.fail("impossible", f"{idx.size} row(s) emitted a string of probability zero under the {rule} rule{label}; "
+    reason = _describe(block, out, parsed, row, tolerance if not universal[row] else 1.0)
+    rule = ("every lossless rule" if run.options.rule == "any"
+            else f"the {getattr(block.rule, 'name', block.rule)} rule")
+    run.fail("impossible", f"{idx.size} row(s) emitted a string of probability zero under {rule}{label}; "
              f"first: row {row} {reason}",
              {"rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": row, "output": out[row].tolist(),
               "drafts": block.draw.draft_token_ids[row].tolist(), "parents": block.draw.parents[row].tolist(),
               "tolerance": tolerance})
     run.stopped = True
     return False
+
+
+def _outcome_namer(test: str):
+    """How the outcomes a per-row tree test sees read in a report (the PIT bins' tokens)."""
+    if test == "accepted_length":
+        return lambda k: f"{k} token(s) emitted"
+    if test == "final_token":
+        return lambda y: f"final token {y}"
+    return lambda y: f"token {y}"
 
 
 class TreeLawChecks:
@@ -147,18 +172,19 @@ class TreeLawChecks:
         self.tallies, self.integrated, self.outcomes = {}, None, 0
         self.pit_rng = None
 
-    def calls_planned(self) -> int:
+    def calls_needed(self) -> int:
+        """Calls until a per-row PIT test can detect the design TV (one sample per row; the loop's caps apply
+        on top: :func:`specdec_check.checker._tree._run_scenario`)."""
         s, mode = self.run.scenario, self.run.mode
         n_target = min(planned_samples(mode.design_tv, mode.pit_bins, self.run.ledger.per_check / 2), mode.max_samples)
-        most = mode.max_law_cells // (TREE_CELL_COST * tree_cells_per_call(s))
-        return int(max(1, min(mode.max_law_calls, -(-n_target // s.rows_per_call), most)))
+        return -(-n_target // s.rows_per_call)
 
     def start(self) -> None:
         run, s = self.run, self.run.scenario
         for test in run.plan:
             if test.name in _PIT_TESTS or test.check == "sequence_law" and test.name != INTEGRATED:
                 self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins,
-                                                   alpha=run.spend(test.name))
+                                                   alpha=run.spend(test.name), describe=_outcome_namer(test.name))
         if INTEGRATED in run.planned:
             law = s.integrated_law(self.drafting, self.caller.rule, law_model=run.backend.law_model)
             self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED))
@@ -176,11 +202,13 @@ class TreeLawChecks:
         tallies = self.tallies
         try:
             if "first_token" in tallies and fresh:
-                tallies["first_token"].add_uniforms(block.pit_first(out, uniforms(out.shape[0])))
+                tallies["first_token"].add_uniforms(block.pit_first(out, uniforms(out.shape[0])), categories=out[:, 0])
             if "accepted_length" in tallies:
-                tallies["accepted_length"].add_uniforms(block.pit_length(parsed, uniforms(out.shape[0])))
+                tallies["accepted_length"].add_uniforms(block.pit_length(parsed, uniforms(out.shape[0])),
+                                                        categories=parsed.length)
             if "final_token" in tallies:
-                tallies["final_token"].add_uniforms(block.pit_final(parsed, uniforms(out.shape[0])))
+                tallies["final_token"].add_uniforms(block.pit_final(parsed, uniforms(out.shape[0])),
+                                                    categories=parsed.final)
             for t in range(1, out.shape[1]):
                 tally = tallies.get(_position(t))
                 if tally is not None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import stats
 from .._report_rules import PASSING_VERDICTS, verdict_of
+from ._blas import one_blas_thread
 from ._callables import check_sampler, qualified_name
 from ._report import CheckReport
 from ._repro import repro_command
@@ -132,7 +133,9 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     no_source = dataclasses.replace(options, scenarios_source=None)
     repros = [repro_command(kind, no_source if id(s) in defaults else options, s.name) for s in scenarios]
     diagnosed = kind.diagnose is None
-    with backend.running():  # the backend's settings for the run (torch on the CPU: one thread)
+    # The backend's settings for the run (torch on the CPU: one thread) and one BLAS thread, here and in
+    # every shard, so the arithmetic (and the report) is the same whatever runs the scenarios.
+    with one_blas_thread(), backend.running():
         if options.executor is None:
             finished = _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress)
         else:  # the same scenarios as shards on the executor, handed back in battery order

@@ -26,6 +26,8 @@ from typing import Callable
 
 import numpy as np
 
+from ._blas import one_blas_thread
+
 __all__ = ["POOL_RESTARTS", "LocalProcesses", "ScenarioShard", "ShardResult", "ShardsLost", "available_cores",
            "check_executor", "device_of_template", "resolves_to", "run_shard", "run_sharded", "worker_index"]
 
@@ -214,7 +216,7 @@ def run_shard(shard: ScenarioShard) -> ShardResult:
     """Run one scenario (on whatever worker calls this) and return what it produced."""
     sampler = _sampler_of(shard)
     state = _state(shard)
-    with state.backend.running():
+    with one_blas_thread(), state.backend.running():
         shard.run_scenario(state, sampler)
     return ShardResult(shard.index, list(state.findings), list(state.records), state.summary, int(state.samples),
                        int(state.calls), bool(state.stopped), [label for label, _ in state.ledger.entries],
@@ -229,7 +231,7 @@ def diagnose_shard(shard: ScenarioShard, result: ShardResult) -> tuple:
     state.findings, state.records = list(result.findings), list(result.records)
     state.samples, state.calls, state.stopped, state.summary = result.samples, result.calls, result.stopped, result.summary
     state.rng.bit_generator.state = result.rng_state
-    with state.backend.running():
+    with one_blas_thread(), state.backend.running():
         ran = bool(shard.diagnose(state, sampler))
     return ran, list(state.findings)
 

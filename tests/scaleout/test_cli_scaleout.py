@@ -22,7 +22,7 @@ def test_workers_and_a_dask_scheduler_write_the_same_report(cli, tmp_path):
     distributed = pytest.importorskip("distributed")
     here = cli(*ARGS, "--report", "here")
     two = cli(*ARGS, "--report", "two", "--workers", "2")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0",
                                   protocol="tcp") as cluster:  # reachable from the command line's process
         dask = cli(*ARGS, "--report", "dask", "--scheduler", cluster.scheduler_address)
     for proc in (here, two, dask):

@@ -51,7 +51,7 @@ def test_a_users_broken_pool_fails_the_run_naming_the_lost_scenarios(marker):
 
 def test_a_dask_cluster_reschedules_the_lost_shard_and_gives_the_same_report(marker):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   env={MARKER_ENV: str(marker)}) as cluster, distributed.Client(cluster) as client:
         sharded = check_verifier(dies_once, scenarios=verifier_scenarios(), mode="quick",
                                  executor=client.get_executor())

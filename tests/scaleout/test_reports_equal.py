@@ -103,3 +103,36 @@ def test_tree_rule_any_reports_are_equal_on_two_processes():
     here, there = check(None), check(2)
     assert here.rule == "any" and any(r.check == "completed" for r in here.results)
     assert _json(there) == _json(here)
+
+
+def _many_rows_default(executor=None):
+    from specdec_check.scenarios import default_verifier_battery
+
+    scenarios = [s for s in default_verifier_battery() if s.name == "many-rows"]
+    return check_verifier(numpy_verify, scenarios=scenarios, mode="default", seed=0, executor=executor)
+
+
+def test_the_report_does_not_depend_on_the_callers_blas_threads():
+    # OpenBLAS splits a long dot product's reduction over its threads: without the run's one-thread pin,
+    # many-rows in default mode gives another expected acceptance (last bits) under 2 BLAS threads than
+    # under 1 (measured before the pin), and so another report JSON.
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    reports = {}
+    for threads in (1, 2):
+        with threadpoolctl.threadpool_limits(limits=threads, user_api="blas"):
+            reports[threads] = _json(_many_rows_default())
+            blas = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+            assert blas and all(i["num_threads"] == threads for i in blas)  # the caller's setting is back
+    assert reports[1] == reports[2]
+
+
+def test_dask_worker_processes_with_their_own_blas_settings_give_the_same_report():
+    # A process-based LocalCluster starts its workers with OPENBLAS_NUM_THREADS=1 (Dask's default
+    # environment); the driver here keeps its own BLAS threads. Without the pin the JSON differed.
+    distributed = pytest.importorskip("distributed")
+    here = _many_rows_default()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        there = _many_rows_default(client.get_executor())
+    assert here.verdict == "passed" and here.samples_used > 10_000
+    assert _json(there) == _json(here)

@@ -38,6 +38,6 @@ def cli(tmp_path):
 def dask_executor():
     """A Dask ``LocalCluster`` of two single-threaded in-process workers, started here; its client's executor."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         yield client.get_executor()

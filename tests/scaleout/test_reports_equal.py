@@ -131,8 +131,8 @@ def test_dask_worker_processes_with_their_own_blas_settings_give_the_same_report
     # environment); the driver here keeps its own BLAS threads. Without the pin the JSON differed.
     distributed = pytest.importorskip("distributed")
     here = _many_rows_default()
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
         there = _many_rows_default(client.get_executor())
     assert here.verdict == "passed" and here.samples_used > 10_000
     assert _json(there) == _json(here)

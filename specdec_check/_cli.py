@@ -246,6 +246,35 @@ def _add_check_options(sub, command: str):
                      help="limit on one call of the sampler; a call past it stops the run with a 'timeout' "
                           "finding and a partial report (default: %(default)g; 0: no limit)")
     sub.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
+    scale = sub.add_mutually_exclusive_group()
+    scale.add_argument("--workers", type=_positive, default=1, metavar="N",
+                       help="run the scenarios in N local processes (default: 1, in this process); the report is "
+                            "the same, timings aside. --timeout does not reach worker processes")
+    scale.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run the scenarios on the Dask cluster whose scheduler is at ADDRESS "
+                            "(tcp://host:8786; needs pip install distributed); the report is the same, timings aside")
+
+
+#: Seconds to wait for a Dask scheduler (--scheduler): long enough for a busy cluster to answer, short enough
+#: for a wrong address to fail while the user still watches.
+SCHEDULER_TIMEOUT_S = 30
+
+
+def _executor(args):
+    """``(executor, client)`` for --workers / --scheduler: None (this process), a number of local processes, or a
+    Dask client's executor (the client is closed after the run); UsageError when the cluster cannot be reached."""
+    if getattr(args, "scheduler", None):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise UsageError("--scheduler needs Dask's distributed package: pip install distributed") from None
+        try:
+            client = Client(args.scheduler, timeout=SCHEDULER_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(f"cannot reach the Dask scheduler at {args.scheduler!r}: {exc}") from None
+        return client.get_executor(), client
+    workers = getattr(args, "workers", 1)
+    return (workers if workers > 1 else None), None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -395,7 +424,7 @@ def _check_in_child(args, path, channel):
     """The child's side of :func:`_run_check`: import the sampler and scenarios, run the check under a
     monitor that reports to the parent; return ``("report", data)``, ``("usage", message)``,
     ``("sampler", facts)`` or ``("internal", facts)``."""
-    from ._isolation import ChannelMonitor, describe_exception
+    from ._isolation import ChannelMonitor
 
     kind = _KIND_OF[args.command]
     try:
@@ -404,9 +433,24 @@ def _check_in_child(args, path, channel):
         scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting)
     except UsageError as exc:
         return ("usage", str(exc))
-    from .checker import SAMPLER_KINDS, check_options, run
-
     monitor = ChannelMonitor(channel)
+    try:
+        executor, client = _executor(args)
+    except UsageError as exc:
+        return ("usage", str(exc))
+    try:
+        return _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, executor)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, executor):
+    """The check itself, in the child, on ``executor`` (None: in the child's own process)."""
+    from ._isolation import describe_exception
+    from .checker import SAMPLER_KINDS, check_options, run
+    from .checker._shards import ShardsLost
+
     try:
         if drafting is not None:
             from .checker._tree import tree_verifier_kind
@@ -419,13 +463,14 @@ def _check_in_child(args, path, channel):
                                 device=args.device, dtype=args.dtype, seed=args.seed, alpha=args.alpha,
                                 checks=args.checks if args.checks is not None else sampler_kind.default_checks(rule),
                                 progress=monitor.progress, strict=args.strict, name=path,
-                                scenarios_source=args.scenarios, monitor=monitor, rule=rule)
+                                scenarios_source=args.scenarios, monitor=monitor, rule=rule, executor=executor)
     except (TypeError, ValueError, ImportError) as exc:
         return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     try:
         report = run(sampler_kind, sampler, scenarios, options)
     except Exception as exc:
-        if _raised_by(sampler, exc):  # the sampler itself crashed: that is a failed check
+        if _raised_by(sampler, exc) or isinstance(exc, ShardsLost):  # the sampler crashed, or worker
+            # processes died running it (the run cannot finish): a failed check, with a partial report
             return ("sampler", describe_exception(exc))
         if isinstance(exc, (TypeError, ValueError, ImportError)):
             # Raised before anything runs: a callable that breaks the contract, an unknown

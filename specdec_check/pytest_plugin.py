@@ -29,6 +29,7 @@ __all__: list = []  # hooks and fixtures only; the suite's API is in specdec_che
 
 _STATE_KEY = pytest.StashKey["SuiteSession"]()
 _MARKER = "specdec_statistical"  # the same string as specdec_check.suite._session.STATISTICAL_MARKER
+_LEDGER_OUTPUT = "specdec_ledger"  # a pytest-xdist worker's spending, in config.workeroutput
 
 # name -> (option, env var, ini key, default); sampler defaults depend on the backend.
 _SETTINGS = {
@@ -155,9 +156,19 @@ def _session(config):
 
 # --------------------------------------------------------------------------- header and ledger
 
+def _xdist_workers(config) -> int:
+    """How many pytest-xdist workers this process hands tests to: 0 on a worker or when not distributing."""
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
+        return 0
+    return len(getattr(config.option, "tx", None) or ())
+
+
 def pytest_report_header(config):
     session = config.stash.get(_STATE_KEY, None)
-    return None if session is None else session.header()
+    if session is None:
+        return None
+    workers = _xdist_workers(config)
+    return session.header() + ([session.xdist_header(workers)] if workers else [])
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection
@@ -193,8 +204,25 @@ def pytest_runtest_call(item):
         state.current = item.nodeid
 
 
+def pytest_sessionfinish(session):
+    state = session.config.stash.get(_STATE_KEY, None)
+    if state is not None and state.ledger_started and hasattr(session.config, "workerinput"):
+        session.config.workeroutput[_LEDGER_OUTPUT] = state.ledger_summary()  # to the xdist controller
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the controller hears each worker's spending
+def pytest_testnodedown(node, error):
+    state = node.config.stash.get(_STATE_KEY, None)
+    spent = getattr(node, "workeroutput", {}).get(_LEDGER_OUTPUT)
+    if state is not None and spent:
+        state.worker_ledgers.append(spent)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(_STATE_KEY, None)
+    if state is not None and state.worker_ledgers:
+        terminalreporter.write_line(state.xdist_summary())
+        return
     if state is None or not state.ledger_started:
         return
     led = state.ledger().ledger

@@ -64,7 +64,7 @@ GENERATOR = SamplerKind(
 
 def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                     alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
-                    strict=False, name=None, monitor=None) -> CheckReport:
+                    strict=False, name=None, monitor=None, executor=None) -> CheckReport:
     """Check that the decode loop ``generate`` produces exactly the target's law, at a speedup.
 
     ``generate(*, target, draft, prompts, max_new_tokens, gamma, generator)`` runs on each
@@ -75,8 +75,9 @@ def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFA
     and the target calls per step against the exact expectation
     (:func:`exact.expected_target_calls`): chained speculative steps are exact (Leviathan
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
+    ``executor``: where the scenarios run, as for :func:`~specdec_check.checker.check_verifier`.
     """
     options = check_options(GENERATOR_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
                             alpha=alpha, checks=checks, progress=progress, strict=strict, name=name,
-                            monitor=monitor)
+                            monitor=monitor, executor=executor)
     return run(GENERATOR, generate, scenarios, options)

@@ -10,6 +10,7 @@ import numpy as np
 from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, RULES, Mode, get_mode
 from ._backend import Backend
 from ._backends import make_backend
+from ._shards import check_executor, device_of_template
 
 __all__ = ["MONITOR_METHODS", "CheckOptions", "check_options"]
 
@@ -43,15 +44,21 @@ class CheckOptions:
     monitor: object = None
     #: What the verifier is judged against: "standard" or "any" lossless rule (:data:`specdec_check._settings.RULES`).
     rule: str = "standard"
+    #: Where the scenarios run (:func:`specdec_check.checker._shards.check_executor`): None in this process, a
+    #: :class:`~specdec_check.checker._shards.LocalProcesses` pool the run owns, or a ``concurrent.futures.Executor``.
+    executor: object = None
+    #: A device with ``{worker}`` in it (``"cuda:{worker}"``): each worker runs on its own device.
+    device_template: str | None = None
 
 
 def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, device=None, dtype=None,
                   seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, checks=None, progress=None, strict=False,
-                  name=None, scenarios_source=None, monitor=None, rule="standard") -> CheckOptions:
+                  name=None, scenarios_source=None, monitor=None, rule="standard", executor=None) -> CheckOptions:
     """Validate the options of a check of a sampler kind whose selectable checks are ``known_checks``.
 
     Raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) naming the option, the value
-    given and what is allowed.
+    given and what is allowed. ``executor``: see :func:`specdec_check.checker._shards.check_executor`;
+    a ``device`` with ``{worker}`` in it is a template (validated with worker 0).
     """
     mode = get_mode(mode)
     try:
@@ -81,7 +88,9 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
         raise TypeError(f"monitor must be None or an object with the methods {', '.join(MONITOR_METHODS)}.")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise TypeError(f"name must be None or the sampler's MODULE:CALLABLE path; got {name!r}.")
+    executor = check_executor(executor)
+    device, template = device_of_template(device)
     return CheckOptions(mode=mode, backend=make_backend(backend, device=device, dtype=dtype), seed=int(seed),
                         alpha=alpha, checks=checks, progress=progress, strict=strict,
                         sampler_name=None if name is None else name.strip(), scenarios_source=scenarios_source,
-                        monitor=monitor, rule=rule)
+                        monitor=monitor, rule=rule, executor=executor, device_template=template)

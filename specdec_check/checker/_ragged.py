@@ -137,7 +137,7 @@ def _processing(processing, scenarios):
 
 def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                           alpha=DEFAULT_ALPHA, rule="standard", progress=None, checks=None, device=None, dtype=None,
-                          processing=None, strict=False, name=None, monitor=None) -> CheckReport:
+                          processing=None, strict=False, name=None, monitor=None, executor=None) -> CheckReport:
     """Check a verifier in the production calling convention (vLLM v1 ``RejectionSampler`` style).
 
     ``verify(*, draft_token_ids, num_draft_tokens, draft_probs, target_logits, temperature, top_k,
@@ -161,7 +161,8 @@ def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=
     false-alarm budget of the whole call. As for :func:`~specdec_check.checker.check_verifier`: the
     verdict is "passed" only when every scenario with law tests reached the mode's design TV
     (otherwise "inconclusive"); a NaN row of logits turned into tokens is a warning (a failure with
-    ``strict``); ``name`` and ``monitor`` are the supervised command line's.
+    ``strict``); ``name`` and ``monitor`` are the supervised command line's. ``executor``: where the
+    scenarios run, as for :func:`~specdec_check.checker.check_verifier`.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}; got {rule!r}.")
@@ -171,7 +172,8 @@ def check_ragged_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=
                                   "on every random request).")
     processing = _processing(processing, scenarios)
     options = check_options(RAGGED_CHECKS, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed,
-                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor)
+                            alpha=alpha, checks=checks, progress=progress, strict=strict, name=name, monitor=monitor,
+                            executor=executor)
     if options.backend.name not in ("numpy", "torch"):
         raise ValueError(f"the ragged checker runs on the numpy and torch backends; got {options.backend.name!r}.")
     return run(ragged_kind(processing), verify, scenarios, options)

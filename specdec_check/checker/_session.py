@@ -11,10 +11,13 @@ import numpy as np
 
 from .. import stats
 from .._report_rules import PASSING_VERDICTS, verdict_of
+from ._blas import one_blas_thread
 from ._callables import check_sampler, qualified_name
 from ._report import CheckReport
 from ._repro import repro_command
 from ._scenario_run import ScenarioRun
+from ._shards import resolves_to as _resolves_to
+from ._shards import run_sharded
 
 __all__ = ["achieved_resolution", "evidence_gaps", "planned_samples", "run"]
 
@@ -62,16 +65,6 @@ def _load_scenarios(path: str) -> list:
         raise TypeError(f"{path!r} is neither a scenario list nor a callable returning one.") from None
 
 
-def _resolves_to(name: str, sampler) -> bool:
-    """Whether ``name`` imports back to ``sampler`` (a closure, a partial or an instance does not)."""
-    import pkgutil
-
-    try:
-        return pkgutil.resolve_name(name) is sampler
-    except Exception:  # noqa: BLE001 - any failure means the name does not reproduce the sampler
-        return False
-
-
 def scenario_seeds(seed: int, names) -> list:
     """One ``SeedSequence`` per scenario, keyed by the run's seed and the scenario's name (and how many
     earlier scenarios share that name), not by its position: ``--scenario NAME`` replays the very
@@ -86,6 +79,16 @@ def scenario_seeds(seed: int, names) -> list:
     return streams
 
 
+def _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress):
+    """Each scenario in this process, in order: ``(its ScenarioRun, its diagnosis)`` one at a time."""
+    for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
+        if progress is not None:
+            progress(i, len(scenarios), scenario.name)
+        state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]), repros[i])
+        kind.run_scenario(state, sampler)
+        yield state, (functools.partial(kind.diagnose, state, sampler) if kind.diagnose is not None else None)
+
+
 def run(kind, sampler, scenarios, options) -> CheckReport:
     """Check ``sampler`` of ``kind`` (a :class:`~specdec_check.checker._kinds.SamplerKind`) on
     ``scenarios`` (None: the kind's default battery) under validated ``options``.
@@ -94,6 +97,9 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     budget over all of them (Bonferroni); each scenario then runs on its own random stream,
     spawned from the seed in scenario order. The verdict needs evidence: a run whose scenarios'
     law tests did not reach the mode's design resolution is inconclusive, never passed.
+
+    With ``options.executor`` the scenarios run as shards on it (:mod:`._shards`) and are merged in
+    battery order: the same report as in this process, timings aside.
     """
     check_sampler(sampler, kind.keywords, kind.name)
     if isinstance(scenarios, str):  # a MODULE:ATTR path of a scenario list (or of a callable returning one)
@@ -112,7 +118,8 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     plans = [kind.plan(s, options) for s in scenarios]
     ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(p) for p in plans)))
     backend, monitor = options.backend, options.monitor
-    header = dict(kind=kind.name, sampler=name, mode=options.mode.name, backend=backend.name, device=backend.device,
+    header = dict(kind=kind.name, sampler=name, mode=options.mode.name, backend=backend.name,
+                  device=options.device_template or backend.device,
                   dtype=backend.dtype, tolerance=float(backend.tolerance), seed=options.seed, alpha=options.alpha,
                   alpha_per_check=ledger.per_check, design_tv=options.mode.design_tv, checks=tuple(options.checks),
                   strict=options.strict, screen=screen, rule=options.rule)
@@ -123,17 +130,22 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     findings, records, summaries, samples = [], [], [], 0
     seeds = scenario_seeds(options.seed, [s.name for s in scenarios])
     defaults = {id(s) for s in kind.default_battery()}  # those reproduce with --scenario NAME alone
+    no_source = dataclasses.replace(options, scenarios_source=None)
+    repros = [repro_command(kind, no_source if id(s) in defaults else options, s.name) for s in scenarios]
     diagnosed = kind.diagnose is None
-    with backend.running():  # the backend's settings for the run (torch on the CPU: one thread)
-        for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
-            if progress is not None:
-                progress(i, len(scenarios), scenario.name)
-            repro_options = dataclasses.replace(options, scenarios_source=None) if id(scenario) in defaults else options
-            state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]),
-                                repro_command(kind, repro_options, scenario.name))
-            kind.run_scenario(state, sampler)
+    # The backend's settings for the run (torch on the CPU: one thread) and one BLAS thread, here and in
+    # every shard, so the arithmetic (and the report) is the same whatever runs the scenarios.
+    with one_blas_thread(), backend.running():
+        if options.executor is None:
+            finished = _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress)
+        else:  # the same scenarios as shards on the executor, handed back in battery order
+            finished = run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress)
+        for i, (state, diagnose) in enumerate(finished):
+            if options.executor is not None:
+                for label in state.spent:  # the worker's spending, in the run's ledger
+                    ledger.spend(label)
             if not diagnosed and any(f.kind == "failure" for f in state.findings):
-                diagnosed = kind.diagnose(state, sampler)
+                diagnosed = diagnose()
             findings += state.findings
             records += state.records
             summaries.append(dataclasses.replace(state.summary, achieved_tv=achieved_resolution(state.records)))

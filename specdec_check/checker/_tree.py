@@ -221,7 +221,7 @@ TREE_VERIFIER = tree_verifier_kind("topk")
 
 def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND,
                         seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, rule="standard", progress=None, checks=None,
-                        device=None, dtype=None, strict=False, name=None, monitor=None) -> CheckReport:
+                        device=None, dtype=None, strict=False, name=None, monitor=None, executor=None) -> CheckReport:
     """Check that the tree verifier ``verify_tree`` reproduces the exact law of one tree step.
 
     ``verify_tree(*, parents, draft_token_ids, draft_probs, target_probs, generator)`` returns int
@@ -248,7 +248,8 @@ def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFA
     of target probability zero is a failure, one only the reference rule rules out a
     ``"nonstandard"`` finding; accepted nodes are compared with the reference rule's (fewer:
     inefficient; more: nonstandard). The verdict is ``"passed"`` only when every scenario's law tests
-    reached the mode's design TV; otherwise ``"inconclusive"``.
+    reached the mode's design TV; otherwise ``"inconclusive"``. ``executor``: where the scenarios run,
+    as for :func:`~specdec_check.checker.check_verifier`.
     """
     if drafting is None:
         drafting = getattr(verify_tree, "drafting", None)
@@ -261,5 +262,6 @@ def check_tree_verifier(verify_tree, *, drafting=None, scenarios=None, mode=DEFA
                          f"exactness alone; got {rule!r}.")
     options = check_options(kind.allowed_checks(rule), mode=mode, backend=backend, device=device, dtype=dtype,
                             seed=seed, alpha=alpha, checks=kind.default_checks(rule) if checks is None else checks,
-                            progress=progress, strict=strict, name=name, monitor=monitor, rule=rule)
+                            progress=progress, strict=strict, name=name, monitor=monitor, rule=rule,
+                            executor=executor)
     return run(kind, verify_tree, scenarios, options)

@@ -192,7 +192,7 @@ VERIFIER = SamplerKind(
 
 def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
-                   strict=False, name=None, monitor=None, rule="standard") -> CheckReport:
+                   strict=False, name=None, monitor=None, rule="standard", executor=None) -> CheckReport:
     """Check that ``verify`` reproduces the exact law of one speculative step.
 
     ``verify(*, draft_token_ids, draft_probs, target_probs, generator)`` is run on every
@@ -209,9 +209,13 @@ def check_verifier(verify, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT
     leaves it out). The verdict is ``"passed"`` only when every scenario's law tests reached
     the mode's design TV; otherwise it is ``"inconclusive"``. Robustness policies (a row of NaN
     probabilities, degenerate shapes such as gamma = 0) give warnings, failures under ``strict``.
+
+    ``executor`` runs the scenarios as shards: None (this process), ``"processes"`` or ``N`` (a local
+    process pool), or any ``concurrent.futures.Executor`` (Dask: ``Client(address).get_executor()``);
+    the report is the same, timings aside (:mod:`specdec_check.checker._shards`).
     """
     known = VERIFIER.allowed_checks(rule) if rule in DEFAULT_CHECKS else VERIFIER_CHECKS
     options = check_options(known, mode=mode, backend=backend, device=device, dtype=dtype, seed=seed, alpha=alpha,
                             checks=DEFAULT_CHECKS.get(rule) if checks is None else checks, progress=progress,
-                            strict=strict, name=name, monitor=monitor, rule=rule)
+                            strict=strict, name=name, monitor=monitor, rule=rule, executor=executor)
     return run(VERIFIER, verify, scenarios, options)

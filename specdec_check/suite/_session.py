@@ -129,6 +129,7 @@ class SuiteSession:
         self.current = "<outside a test>"
         self._ledger: SuiteLedger | None = None
         self._profile: tuple | None = None  # (name or None for the user's, why)
+        self.worker_ledgers: list = []  # under pytest-xdist, on the controller: each worker's ledger_summary()
 
     # -- what is tested --------------------------------------------------------------------------
     def options(self) -> dict:
@@ -194,6 +195,30 @@ class SuiteSession:
     @property
     def ledger_started(self) -> bool:
         return self._ledger is not None
+
+    # -- pytest-xdist: one ledger for the session, split by test id ---------------------------------
+    def ledger_summary(self) -> dict:
+        """What this process's ledger spent, in builtins (an xdist worker sends it to the controller)."""
+        led = self.ledger().ledger
+        return {"total": float(led.total), "planned": int(led.planned), "per_check": float(led.per_check),
+                "checks_spent": int(led.checks_spent)}
+
+    def xdist_header(self, workers: int) -> str:
+        return (f"specdec-check: pytest-xdist with {workers} workers: one false-alarm budget alpha={self.alpha:g} for "
+                "the whole session; every worker collects every test, so each statistical example's share "
+                "(alpha / planned examples) is fixed by its test id, whichever worker runs it")
+
+    def xdist_summary(self) -> str:
+        """The session's spending summed over the xdist workers' ledgers (:meth:`ledger_summary`)."""
+        shares = {w["per_check"] for w in self.worker_ledgers}
+        checks = sum(w["checks_spent"] for w in self.worker_ledgers)
+        total = self.worker_ledgers[0]["total"]
+        if len(shares) > 1:  # workers collected different tests: their shares do not add up to one budget
+            return (f"specdec-check: the {len(self.worker_ledgers)} xdist workers planned different budgets "
+                    f"(per-example alpha {sorted(shares)}): the session's false-alarm budget is not {total:g}")
+        per = shares.pop()
+        return (f"specdec-check: spent alpha {per * checks:.3g} of {total:g} on {checks} statistical examples "
+                f"({per:.3g} each) over {len(self.worker_ledgers)} pytest-xdist workers (one ledger, split by test id)")
 
     def header(self) -> list:
         sel = self.selections

@@ -1,0 +1,42 @@
+"""Samplers and scenario lists for the scale-out tests, importable by name on every worker.
+
+``dies_once`` and ``always_dies`` end their own process with SIGKILL (as the OOM killer would):
+only ever run them on an executor, never in the test's own process (``dies_once`` is harmless once
+its marker file exists).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from specdec_check.samplers import numpy_verify
+from specdec_check.scenarios import default_verifier_battery
+
+#: Environment variable naming the marker file of :func:`dies_once` (created by the call that dies).
+MARKER_ENV = "SPECDEC_SCALEOUT_MARKER"
+VERIFIER_NAMES = ("corpus-bigram", "low-acceptance", "many-rows")
+
+
+def verifier_scenarios():
+    """Three small battery scenarios (the screen is added in front by the checker)."""
+    return [s for s in default_verifier_battery() if s.name in VERIFIER_NAMES]
+
+
+def dies_once(*, draft_token_ids, draft_probs, target_probs, generator):
+    """The reference verifier, except that the first call anywhere (per marker file) kills its process."""
+    marker = os.environ[MARKER_ENV]
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target_probs,
+                            generator=generator)
+    os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: SIGKILL cannot be caught")
+
+
+def always_dies(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Kills the process it runs in on every call."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: SIGKILL cannot be caught")

@@ -6,18 +6,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # scaleout_samplers, importable by name here and in every worker process
+if str(HERE) not in sys.path:  # scaleout_samplers and scaleout_helpers, importable by name here and in every worker
     sys.path.insert(0, str(HERE))
-
-
-def without_timings(value):
-    """A report's JSON with its timings dropped (``elapsed_s`` of the run and of each scenario): what must be
-    equal across executors."""
-    if isinstance(value, dict):
-        return {k: without_timings(v) for k, v in value.items() if k != "elapsed_s"}
-    if isinstance(value, list):
-        return [without_timings(v) for v in value]
-    return value
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import without_timings
+from scaleout_helpers import without_timings
 
 pytest_plugins = ["pytester"]
 

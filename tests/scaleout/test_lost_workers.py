@@ -8,7 +8,7 @@ import concurrent.futures as cf
 import json
 
 import pytest
-from conftest import without_timings
+from scaleout_helpers import without_timings
 from scaleout_samplers import MARKER_ENV, always_dies, dies_once, verifier_scenarios
 
 from specdec_check import check_verifier

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import without_timings
+from scaleout_helpers import without_timings
 from scaleout_samplers import verifier_scenarios
 
 from specdec_check import check_generator, check_ragged_verifier, check_tree_verifier, check_verifier

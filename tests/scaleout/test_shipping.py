@@ -97,7 +97,7 @@ def test_torch_runs_with_a_device_template_give_the_same_report_on_workers():
     pytest.importorskip("torch")
     import json
 
-    from conftest import without_timings
+    from scaleout_helpers import without_timings
 
     from specdec_check._settings import default_sampler, resolve_callable
 

@@ -25,6 +25,7 @@ __all__ = [
     "check_verifier",
     "exact",
     "mix",
+    "mode_for_tv",
     "samplers",
     "scenarios",
     "stats",
@@ -45,6 +46,7 @@ _LAZY = {
     "check_ragged_verifier": "checker",
     "check_verifier": "checker",
     "check_tree_verifier": "checker",
+    "mode_for_tv": "checker",
 }
 _SUBMODULES = {"exact", "samplers", "scenarios", "stats"}
 

@@ -83,6 +83,20 @@ def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy
     return _default_report_dir(path, mode=mode, seed=seed, backend=backend, root=root)
 
 
+def _mode_label(args) -> str:
+    """The mode as a report folder names it: ``thorough``, or ``thorough-tv0.001`` with ``--tv``."""
+    tv = getattr(args, "tv", None)
+    return args.mode if tv is None else f"{args.mode}-tv{tv:g}"
+
+
+def _mode(args):
+    """The mode to run: the named one, or it sized to ``--tv`` (:func:`specdec_check.mode_for_tv`)."""
+    from ._settings import mode_for_tv
+
+    tv = getattr(args, "tv", None)
+    return args.mode if tv is None else mode_for_tv(tv, args.mode)
+
+
 def _report_folder(args, path):
     """``(folder, run identity)`` of a verify/generate run, checked before anything runs.
 
@@ -92,8 +106,9 @@ def _report_folder(args, path):
         return None, None
     from .report import ReportDirError, RunIdentity, escaped, prepare_report_dir
 
-    identity = RunIdentity.for_command(args.command, path, mode=args.mode, seed=args.seed, backend=args.backend)
-    folder = args.report or default_report_dir(path, mode=args.mode, seed=args.seed, backend=args.backend)
+    mode = _mode_label(args)
+    identity = RunIdentity.for_command(args.command, path, mode=mode, seed=args.seed, backend=args.backend)
+    folder = args.report or default_report_dir(path, mode=mode, seed=args.seed, backend=args.backend)
     try:
         prepare_report_dir(folder, force=args.force, run_identity=identity)
     except ReportDirError as exc:
@@ -215,6 +230,10 @@ def _add_check_options(sub, command: str):
                      help=f"the {'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
                           f"(default: {numpy_default}; with --backend torch: {torch_default})")
     sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
+    sub.add_argument("--tv", type=_probability, default=None, metavar="TV",
+                     help="target resolution: size the law tests to detect this total-variation distance (e.g. "
+                          "--mode thorough --tv 1e-3 plans ~1e7 rows per scenario; spread them with --workers or "
+                          "--scheduler); default: the mode's own")
     sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
     sub.add_argument("--device", default=None, help="torch device, e.g. cuda:0 (torch backend)")
     sub.add_argument("--dtype", default=None, help="dtype the sampler sees, e.g. float32 (default: the backend's)")
@@ -399,7 +418,7 @@ def _run_check(args) -> int:
 
     path = args.callable or default_sampler(_KIND_OF[args.command], args.backend)
     folder, identity = _report_folder(args, path)  # a bad --report is a usage error before anything runs
-    options = {"mode": args.mode, "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
+    options = {"mode": args.mode, "tv": getattr(args, "tv", None), "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
                "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
                "checks": args.checks, "strict": args.strict or None,
                "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,
@@ -459,7 +478,7 @@ def _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, e
         else:
             sampler_kind = SAMPLER_KINDS[kind]
         rule = getattr(args, "rule", DEFAULT_RULE)
-        options = check_options(sampler_kind.allowed_checks(rule), mode=args.mode, backend=args.backend,
+        options = check_options(sampler_kind.allowed_checks(rule), mode=_mode(args), backend=args.backend,
                                 device=args.device, dtype=args.dtype, seed=args.seed, alpha=args.alpha,
                                 checks=args.checks if args.checks is not None else sampler_kind.default_checks(rule),
                                 progress=monitor.progress, strict=args.strict, name=path,

@@ -15,14 +15,16 @@ from ._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_RULE
 __all__ = ["command_line"]
 
 
-def command_line(command: str, sampler: str, *, mode=None, seed=None, scenarios=None, scenario=None, alpha=None,
-                 checks=None, strict=False, rule=DEFAULT_RULE, backend=DEFAULT_BACKEND, device=None, dtype=None,
+def command_line(command: str, sampler: str, *, mode=None, tv=None, seed=None, scenarios=None, scenario=None,
+                 alpha=None, checks=None, strict=False, rule=DEFAULT_RULE, backend=DEFAULT_BACKEND, device=None, dtype=None,
                  timeout=None) -> str:
     """``specdec-check COMMAND SAMPLER [options]``: the options given, in a fixed order, shell-quoted.
     ``command`` may carry the subcommand's own options (``"tree --drafting topk"``)."""
     words = ["specdec-check", *command.split(), sampler]
     if mode is not None:
         words += ["--mode", str(mode)]
+    if tv is not None:
+        words += ["--tv", f"{float(tv):g}"]
     if seed is not None:
         words += ["--seed", str(seed)]
     if scenarios:

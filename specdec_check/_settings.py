@@ -8,6 +8,7 @@ package is installed, and must stay free there.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ __all__ = [
     "CallableNotFound",
     "KindNames",
     "Mode",
+    "mode_for_tv",
+    "target_tv",
     "default_sampler",
     "get_mode",
     "resolve_callable",
@@ -114,6 +117,34 @@ KINDS = {
                                (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),
                                 ("torch", "specdec_check.samplers:torch_verify_tree_topk"))),
 }
+
+
+def mode_for_tv(design_tv: float, base="thorough") -> Mode:
+    """``base`` (a mode or its name) sized to detect ``design_tv``: the same PIT bins and the same caps on the
+    other checks, its law-loop caps (``max_samples``, ``max_law_calls``, ``max_law_cells``) scaled by
+    ``(base.design_tv / design_tv)^2``, the rate at which :func:`specdec_check.stats.samples_for` grows
+    (identity testing needs ``n ~ sqrt(B) / eps^2``, Diakonikolas & Kane 2016), so the caps do not bind before
+    the target resolution does. Its name stays the base's; the report's ``design_tv`` and the repro line's
+    ``--tv`` say the target. A bf16 kernel change certified at TV 1e-4 plans ~1e9 rows: run it with an executor.
+    """
+    base = get_mode(base)
+    try:
+        design_tv = float(design_tv)
+    except (TypeError, ValueError):
+        raise ValueError(f"the target resolution (tv) must be a number in (0, 1); got {design_tv!r}.") from None
+    if not 0.0 < design_tv < 1.0:
+        raise ValueError(f"the target resolution (tv) must lie in (0, 1); got {design_tv!r} (e.g. 1e-3).")
+    if design_tv == base.design_tv:
+        return base
+    scale = max(1.0, (base.design_tv / design_tv) ** 2)  # a coarser target keeps the base's caps
+    return dataclasses.replace(base, design_tv=design_tv, max_samples=int(base.max_samples * scale),
+                               max_law_calls=int(base.max_law_calls * scale), max_law_cells=base.max_law_cells * scale)
+
+
+def target_tv(mode: Mode) -> float | None:
+    """The ``--tv`` a mode was built with (:func:`mode_for_tv`), or None for a named mode as it is."""
+    named = MODES.get(mode.name)
+    return None if named is not None and named.design_tv == mode.design_tv else float(mode.design_tv)
 
 
 def get_mode(mode) -> Mode:

@@ -70,7 +70,7 @@ def heartbeat_period(environ=None) -> float:
 
 def repro_line(command: str, path: str, options: dict, scenario: str | None = None) -> str:
     """A shell-quoted command that reruns the check (one scenario when ``scenario`` is given)."""
-    return command_line(command, path, mode=options.get("mode"), seed=options.get("seed"),
+    return command_line(command, path, mode=options.get("mode"), tv=options.get("tv"), seed=options.get("seed"),
                         scenarios=options.get("scenarios"), scenario=scenario, alpha=options.get("alpha"),
                         checks=options.get("checks"), strict=bool(options.get("strict")),
                         rule=options.get("rule") or "standard", backend=options.get("backend") or "numpy",

@@ -10,7 +10,7 @@ validated once), ``_session`` (one run: plan, alpha ledger, scenarios, report), 
 caller and checks are ``_tree_block``, ``_tree_caller`` and ``checks/_tree_*``).
 """
 
-from .._settings import MODES, Mode
+from .._settings import MODES, Mode, mode_for_tv
 from ._backend import Backend, NumpyBackend
 from ._backends import make_backend
 from ._generator import GENERATOR_CHECKS, check_generator
@@ -51,6 +51,7 @@ __all__ = [
     "check_tree_verifier",
     "check_verifier",
     "make_backend",
+    "mode_for_tv",
     "probe_sampling_conventions",
     "run",
 ]

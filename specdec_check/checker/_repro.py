@@ -10,22 +10,23 @@ repro is the Python call to make, with what the user must supply named in angle 
 from __future__ import annotations
 
 from .._command_line import command_line
-from .._settings import DEFAULT_ALPHA
+from .._settings import DEFAULT_ALPHA, target_tv
 
 __all__ = ["repro_command"]
 
 
 def repro_command(kind, options, scenario: str) -> str:
     """The command that reruns ``scenario`` of a run of ``kind`` under ``options`` with the same seed."""
-    backend = options.backend
+    backend, tv = options.backend, target_tv(options.mode)
     partial = tuple(options.checks) != tuple(kind.default_checks(options.rule))
     if options.sampler_name is not None and options.scenarios_source is not False:
-        return command_line(kind.command, options.sampler_name, mode=options.mode.name, seed=options.seed,
+        return command_line(kind.command, options.sampler_name, mode=options.mode.name, tv=tv, seed=options.seed,
                             scenarios=options.scenarios_source or None, scenario=scenario, alpha=options.alpha,
                             checks=options.checks if partial else None, strict=options.strict, rule=options.rule,
                             backend=backend.name, device=backend.device, dtype=backend.dtype)
     sampler = options.sampler_name or "<your sampler>"
-    arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={options.mode.name!r}", f"seed={options.seed}"]
+    mode = f"{options.mode.name!r}" if tv is None else f"mode_for_tv({tv:g}, {options.mode.name!r})"
+    arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={mode}", f"seed={options.seed}"]
     if options.alpha != DEFAULT_ALPHA:
         arguments.append(f"alpha={options.alpha!r}")
     if partial:

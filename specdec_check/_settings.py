@@ -42,7 +42,9 @@ class Mode:
     ``max_law_calls`` and ``max_law_cells`` cap the sampler calls and the probability cells (rows x
     positions x V) of one scenario's law loop, ``max_calls`` and ``max_cells`` those of each other
     check (randomness, batch invariance, target calls); ``pit_bins`` is the resolution of the
-    randomized-PIT histograms.
+    randomized-PIT histograms; ``shard_rows`` the law rows of one shard of a scenario (a law loop
+    planning more runs as block ranges of this size, side by side on an executor; see
+    :data:`SHARD_ROWS`).
     """
 
     name: str
@@ -53,6 +55,23 @@ class Mode:
     max_cells: float
     max_law_calls: int
     max_law_cells: float
+    shard_rows: int = 0  # 0: SHARD_ROWS (set in __post_init__)
+
+    def __post_init__(self):
+        if not self.shard_rows:
+            object.__setattr__(self, "shard_rows", SHARD_ROWS)
+        if int(self.shard_rows) < 1:
+            raise ValueError(f"shard_rows must be >= 1; got {self.shard_rows!r}.")
+
+
+#: Law rows one shard of a verifier scenario covers: a law loop planning more is split into block ranges
+#: of this many rows (whole calls, whole reused blocks), run as shards (side by side on an executor) and
+#: merged in order: counts add and the e-processes multiply. 2^18 is above every law loop of the quick,
+#: default and thorough modes (their tests stop at 6,000, 40,000 and ~1.3e5 samples), so those runs keep
+#: one shard per scenario and their reports; ``--tv 1e-3`` makes ~170 per scenario. A shard is ~0.1 to 1 s
+#: of a reference's work on one core: small enough to spread and to stop early, large enough that the
+#: per-shard setup (tables, the laws of the prompt pool) stays a few per cent.
+SHARD_ROWS = 1 << 18
 
 
 #: quick: a smoke check in seconds (TV 0.15 with 16 PIT bins needs ~1.8k samples per test);

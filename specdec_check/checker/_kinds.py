@@ -49,6 +49,19 @@ class SamplerKind:
     diagnose: Callable | None = None
     #: ``{rule: the checks selected by default}`` for kinds judged under a rule; None: every check.
     rule_checks: dict | None = None
+    #: Shards finer than a scenario (None: a scenario is one shard). ``parts(run) -> int``: how many block
+    #: ranges the scenario's law loop is split into, from its plan alone (``run`` has no stream yet);
+    #: ``run_scenario`` runs the range ``run.part`` and leaves ``run.evidence``; ``merge_part(run, later)``
+    #: merges the next range's into the first's, ``concluded(run)`` says no later range is needed (the
+    #: scenario stopped or rejected), ``conclude(run)`` records the merged tests and summarises.
+    parts: Callable | None = None
+    merge_part: Callable | None = None
+    concluded: Callable | None = None
+    conclude: Callable | None = None
+
+    def parts_of(self, run) -> int:
+        """How many shards ``run``'s scenario runs in (1 for kinds without finer shards)."""
+        return 1 if self.parts is None else int(self.parts(run))
 
     def allowed_checks(self, rule: str = "standard") -> tuple:
         """The checks a run may select under ``rule``: all under "standard"; the rule-agnostic ones otherwise."""

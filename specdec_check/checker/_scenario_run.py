@@ -29,6 +29,11 @@ class ScenarioRun:
         self.calls = 0
         self.stopped = False  # a contract failure or an impossible event ends the scenario
         self.summary = None
+        # A scenario whose law loop is split into block ranges (shards): this run's range, of how many, and
+        # what it hands the driver to merge (:mod:`specdec_check.checker._shards`); part 0 also runs every
+        # check that is not merged. One part: the scenario runs whole, as it always did.
+        self.part, self.parts = 0, 1
+        self.evidence = None
 
     def sampler_call(self, sampler, /, **kwargs):
         """``sampler(**kwargs)``, with the run's monitor told when the call starts and when it returns or

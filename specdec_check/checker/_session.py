@@ -19,7 +19,7 @@ from ._scenario_run import ScenarioRun
 from ._shards import resolves_to as _resolves_to
 from ._shards import run_sharded
 
-__all__ = ["achieved_resolution", "evidence_gaps", "planned_samples", "run"]
+__all__ = ["achieved_resolution", "evidence_gaps", "part_seed", "planned_samples", "run"]
 
 
 @functools.lru_cache(maxsize=256)  # a battery plans a few distinct (TV, support, alpha) triples
@@ -79,13 +79,46 @@ def scenario_seeds(seed: int, names) -> list:
     return streams
 
 
-def _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress):
-    """Each scenario in this process, in order: ``(its ScenarioRun, its diagnosis)`` one at a time."""
+def part_seed(seed: np.random.SeedSequence, part: int) -> np.random.SeedSequence:
+    """The stream of shard ``part`` of a scenario whose stream is ``seed``: the scenario's own for part 0
+    (a scenario run whole draws what it always drew), its ``part``-th child (``SeedSequence.spawn``'s,
+    made without mutating ``seed``) for the others. Fixed by the plan, so any executor replays it."""
+    if part == 0:
+        return seed
+    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, int(part)), pool_size=seed.pool_size)
+
+
+def _shard_label(name: str, part: int, parts: int) -> str:
+    return name if parts == 1 else f"{name} [shard {part + 1}/{parts}]"
+
+
+def _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress, parts):
+    """Each scenario in this process, in order: ``(its ScenarioRun, its diagnosis)`` one at a time; a split
+    scenario's shards run one after another and merge as they do on an executor, until one concludes it."""
+    total, done = sum(parts), 0
     for i, (scenario, plan) in enumerate(zip(scenarios, plans)):
         if progress is not None:
-            progress(i, len(scenarios), scenario.name)
+            progress(done, total, _shard_label(scenario.name, 0, parts[i]))
         state = ScenarioRun(scenario, plan, options, ledger, np.random.default_rng(seeds[i]), repros[i])
         kind.run_scenario(state, sampler)
+        if state.parts != parts[i]:
+            raise RuntimeError(f"scenario {scenario.name!r} ran in {state.parts} shard(s) where its plan made "
+                               f"{parts[i]}: the kind's parts() and run_scenario() disagree (a bug in specdec-check).")
+        done += 1
+        if state.parts > 1:
+            for part in range(1, state.parts):
+                if kind.concluded(state):
+                    break
+                if progress is not None:
+                    progress(done, total, _shard_label(scenario.name, part, state.parts))
+                later = ScenarioRun(scenario, plan, options, stats.AlphaLedger(ledger.total, planned=ledger.planned),
+                                    np.random.default_rng(part_seed(seeds[i], part)), repros[i])
+                later.part, later.parts = part, state.parts
+                kind.run_scenario(later, sampler)
+                kind.merge_part(state, later)
+                done += 1
+            done = sum(parts[: i + 1])
+            kind.conclude(state)
         yield state, (functools.partial(kind.diagnose, state, sampler) if kind.diagnose is not None else None)
 
 
@@ -133,13 +166,16 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     no_source = dataclasses.replace(options, scenarios_source=None)
     repros = [repro_command(kind, no_source if id(s) in defaults else options, s.name) for s in scenarios]
     diagnosed = kind.diagnose is None
+    # How many shards each scenario's law loop runs in (fixed by the plan, whatever runs them).
+    parts = [kind.parts_of(ScenarioRun(s, plan, options, ledger, None, repro))
+             for s, plan, repro in zip(scenarios, plans, repros)]
     # The backend's settings for the run (torch on the CPU: one thread) and one BLAS thread, here and in
     # every shard, so the arithmetic (and the report) is the same whatever runs the scenarios.
     with one_blas_thread(), backend.running():
         if options.executor is None:
-            finished = _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress)
+            finished = _run_here(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress, parts)
         else:  # the same scenarios as shards on the executor, handed back in battery order
-            finished = run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress)
+            finished = run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress, parts)
         for i, (state, diagnose) in enumerate(finished):
             if options.executor is not None:
                 for label in state.spent:  # the worker's spending, in the run's ledger
@@ -154,7 +190,7 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
                 monitor.scenario_finished(i, [f.to_dict() for f in state.findings], [r.to_dict() for r in state.records],
                                           summaries[-1].to_dict())
     if progress is not None:
-        progress(len(scenarios), len(scenarios), "done")
+        progress(sum(parts), sum(parts), "done")
     gaps = evidence_gaps(summaries, options.mode.design_tv)
     resolved = [s.achieved_tv for s in summaries if s.achieved_tv is not None]
     verdict = verdict_of((f.kind for f in findings), inconclusive=bool(gaps))

@@ -162,6 +162,9 @@ class ScenarioShard:
     planned: int
     seed: np.random.SeedSequence
     repro: str
+    #: Which block range of the scenario's law loop (0: the first, which runs every other check too), of how many.
+    part: int = 0
+    parts: int = 1
 
 
 @dataclass
@@ -180,6 +183,8 @@ class ShardResult:
     spent: list
     rng_state: dict
     worker: str = ""
+    part: int = 0
+    evidence: object = None
 
 
 def _sampler_of(shard):
@@ -203,7 +208,9 @@ def _state(shard, options=None):
         options = dataclasses.replace(options, backend=make_backend(options.backend.name, device=device,
                                                                     dtype=options.backend.dtype))
     ledger = stats.AlphaLedger(shard.alpha, planned=shard.planned)
-    return ScenarioRun(shard.scenario, list(shard.plan), options, ledger, np.random.default_rng(shard.seed), shard.repro)
+    state = ScenarioRun(shard.scenario, list(shard.plan), options, ledger, np.random.default_rng(shard.seed), shard.repro)
+    state.part, state.parts = shard.part, shard.parts
+    return state
 
 
 def _where() -> str:
@@ -218,9 +225,16 @@ def run_shard(shard: ScenarioShard) -> ShardResult:
     state = _state(shard)
     with one_blas_thread(), state.backend.running():
         shard.run_scenario(state, sampler)
+    if state.parts != shard.parts:
+        raise RuntimeError(f"scenario {shard.name!r} ran in {state.parts} shard(s) where its plan made {shard.parts} "
+                           "(a bug in specdec-check).")
+    return _result_of(shard, state)
+
+
+def _result_of(shard, state) -> ShardResult:
     return ShardResult(shard.index, list(state.findings), list(state.records), state.summary, int(state.samples),
                        int(state.calls), bool(state.stopped), [label for label, _ in state.ledger.entries],
-                       state.rng.bit_generator.state, _where())
+                       state.rng.bit_generator.state, _where(), shard.part, state.evidence)
 
 
 def diagnose_shard(shard: ScenarioShard, result: ShardResult) -> tuple:
@@ -333,14 +347,31 @@ class ShardRunner:
     def _submit(self, fn, *args):
         return self.executor.submit(fn, *args)
 
-    def results(self, shards, progress=None):
-        """Yield ``run_shard(shard)`` for every shard, in shard order, as soon as each one and those before it are done."""
+    def results(self, shards, progress=None, dropped=None):
+        """Yield ``run_shard(shard)`` for every shard, in shard order, as soon as each one and those before it
+        are done. Shards whose index the consumer adds to ``dropped`` (a set) are cancelled, or their results
+        discarded if they already run: a scenario concluded by its earlier shards needs no later one."""
         by_index = {shard.index: shard for shard in shards}
         order = [shard.index for shard in shards]
+        dropped = set() if dropped is None else dropped
         futures = {self._submit(run_shard, shard): shard.index for shard in shards}
         done, position = {}, 0
         try:
-            while position < len(order):
+            while True:
+                while position < len(order):  # hand back what is next in order; skip what was dropped
+                    index = order[position]
+                    if index in dropped:
+                        done.pop(index, None)
+                        for future in [f for f, i in futures.items() if i == index]:
+                            future.cancel()
+                            del futures[future]
+                    elif index in done:
+                        yield done.pop(index)
+                    else:
+                        break
+                    position += 1
+                if position >= len(order):
+                    return
                 finished, _ = cf.wait(list(futures), return_when=cf.FIRST_COMPLETED)
                 lost = None
                 for future in finished:
@@ -353,18 +384,17 @@ class ShardRunner:
                         lost = exc
                     else:
                         if progress is not None:
-                            progress(len(done) + position, len(order), f"{by_index[index].name} done")
+                            shard = by_index[index]
+                            progress(len(done) + position, len(order),
+                                     f"{_label(shard)} done")
                 if lost is not None:
                     for future, index in futures.items():  # shards that finished before the pool broke are kept
                         if future.done() and not future.cancelled() and future.exception() is None:
                             done[index] = future.result()
                         future.cancel()
-                    unfinished = [i for i in order[position:] if i not in done]
-                    self._restart([by_index[i].name for i in unfinished], lost)
+                    unfinished = [i for i in order[position:] if i not in done and i not in dropped]
+                    self._restart(sorted({by_index[i].name for i in unfinished}), lost)
                     futures = {self._submit(run_shard, by_index[i]): i for i in unfinished}
-                while position < len(order) and order[position] in done:
-                    yield done.pop(order[position])
-                    position += 1
         finally:
             for future in futures:
                 future.cancel()
@@ -380,25 +410,62 @@ class ShardRunner:
                 self._restart([name], exc)
 
 
-def run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress=None):
-    """Run every scenario as a shard on ``options.executor``; yield ``(result, diagnose)`` in battery order.
+def _label(shard) -> str:
+    return shard.name if shard.parts == 1 else f"{shard.name} [shard {shard.part + 1}/{shard.parts}]"
 
-    ``diagnose()`` (None for kinds without a diagnosis) runs the kind's diagnosis of that scenario's
-    failure on the executor, updates ``result.findings`` and returns whether it ran.
+
+def run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros, progress=None, parts=None):
+    """Run every scenario as shards on ``options.executor``; yield ``(result, diagnose)`` in battery order.
+
+    A scenario is ``parts[i]`` shards (block ranges of its law loop, seeded by
+    :func:`~specdec_check.checker._session.part_seed`); they run side by side and merge in shard order
+    (``kind.merge_part``) until the kind says the scenario is concluded (it stopped, or a merged
+    e-process rejected): the later shards are then cancelled. ``diagnose()`` (None for kinds without a
+    diagnosis) runs the kind's diagnosis of that scenario's failure on the executor, updates
+    ``result.findings`` and returns whether it ran.
     """
+    from ._session import part_seed
+
+    parts = [1] * len(scenarios) if parts is None else list(parts)
     shipped, path = _shipped_sampler(sampler, options.sampler_name)
     worker_options = dataclasses.replace(options, executor=None, progress=None, monitor=None)
-    shards = [ScenarioShard(i, s.name, kind.run_scenario, kind.diagnose, shipped, path, s, tuple(plan), worker_options,
-                            ledger.total, ledger.planned, seeds[i], repros[i])
-              for i, (s, plan) in enumerate(zip(scenarios, plans))]
+    shards, first = [], []
+    for i, (s, plan) in enumerate(zip(scenarios, plans)):
+        first.append(len(shards))
+        for part in range(parts[i]):
+            shards.append(ScenarioShard(len(shards), s.name, kind.run_scenario, kind.diagnose, shipped, path, s,
+                                        tuple(plan), worker_options, ledger.total, ledger.planned,
+                                        part_seed(seeds[i], part), repros[i], part, parts[i]))
     _check_picklable(shards)
+    dropped: set = set()
     with ShardRunner(options.executor) as runner:
-        for result in runner.results(shards, progress=progress):
-            shard = shards[result.index]
+        results = runner.results(shards, progress=progress, dropped=dropped)
+        for i, start in enumerate(first):
+            head_shard, result = shards[start], next(results)
+            if parts[i] > 1:
+                result = _merged(kind, head_shard, result, results, dropped, range(start + 1, start + parts[i]))
 
-            def diagnose(shard=shard, result=result):
+            def diagnose(shard=head_shard, result=result):
                 ran, findings = runner.call(diagnose_shard, shard, result, name=shard.name)
                 result.findings = findings
                 return ran
 
             yield result, (diagnose if kind.diagnose is not None else None)
+
+
+def _merged(kind, head_shard, result, results, dropped, later) -> ShardResult:
+    """A split scenario's first shard's ``result`` with its later shards' merged in, in order, until the
+    scenario concludes (the rest are dropped); then concluded on this side (no sampler call)."""
+    state = _state(head_shard)
+    state.findings, state.records, state.evidence = list(result.findings), list(result.records), result.evidence
+    state.samples, state.calls, state.stopped = result.samples, result.calls, result.stopped
+    for index in later:
+        if kind.concluded(state):
+            dropped.update(range(index, later.stop))
+            break
+        kind.merge_part(state, next(results))
+    kind.conclude(state)
+    merged = _result_of(head_shard, state)
+    merged.spent = list(result.spent) + merged.spent  # the first shard's spending, then the conclusion's
+    merged.rng_state, merged.worker = result.rng_state, result.worker  # a diagnosis continues the first's stream
+    return merged

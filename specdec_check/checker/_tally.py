@@ -13,7 +13,7 @@ from .. import stats
 from ._report import TestRecord
 from ._xp import as_int64, bincount, is_host
 
-__all__ = ["CountTally", "PitTally", "describe_cell", "law_evidence"]
+__all__ = ["CountTally", "PitTally", "describe_cell", "law_evidence", "merge_evidence"]
 
 #: The e-process is updated once the pending counts reach 1/LOOK_GROWTH of what it has seen (and at
 #: least MIN_LOOK samples): looking less often keeps any stopping time valid at a cost logarithmic in
@@ -55,6 +55,20 @@ def law_evidence(record) -> str:
         seen = ", ".join(f"{t['cell']} ({t['count']})" for t in cell["tokens_seen"])
         text += f" (in a sample of {cell['tokens_sampled']:,} of its outcomes: {seen})"
     return text
+
+
+def merge_evidence(earlier, later):
+    """``earlier`` with ``later`` merged in: tallies merge (:meth:`CountTally.merge`), dicts key by key, None
+    stays None (a test neither shard ran). The evidence of a scenario's shards, in shard order."""
+    if isinstance(earlier, CountTally):
+        return earlier.merge(later)
+    if isinstance(earlier, dict):
+        if set(earlier) != set(later):
+            raise ValueError(f"shards ran different tests: {sorted(earlier)} vs {sorted(later)}.")
+        return {key: merge_evidence(value, later[key]) for key, value in earlier.items()}
+    if earlier is None and later is None:
+        return None
+    raise TypeError(f"cannot merge {type(earlier).__name__} evidence with {type(later).__name__}.")
 
 
 def _host(values) -> np.ndarray:
@@ -111,6 +125,19 @@ class CountTally:
     def add_codes(self, codes) -> None:
         """Count outcome codes (a numpy array, or a tensor counted on its device)."""
         self.add_counts(bincount(codes, self.probs.size))
+
+    def merge(self, later: "CountTally") -> "CountTally":
+        """Add ``later``'s counts (the same test on the samples that come after these: another shard of the
+        scenario) and continue the e-process with its own (:meth:`SequentialIdentityTest.then`); returns self.
+        The fixed-n test of the record then sees every count: counts of independent samples add."""
+        if type(later) is not type(self) or later.probs.shape != self.probs.shape or later.alpha != self.alpha:
+            raise ValueError(f"cannot merge tally {later.check!r} into {self.check!r}: not the same test.")
+        self.flush()
+        later.flush()
+        self.counts += later.counts
+        if self.sequential is not None:
+            self.sequential.then(later.sequential)
+        return self
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
         self.flush()
@@ -187,6 +214,23 @@ class PitTally(CountTally):
                 self.category_expected = np.zeros(expected.size)
             self.category_counts += bincount(categories, expected.size)[: expected.size]
             self.category_expected += expected
+
+    def merge(self, later: "PitTally") -> "PitTally":
+        """:meth:`CountTally.merge`, with the per-category counts and the sample of (bin, outcome) pairs."""
+        super().merge(later)
+        if later.category_counts is not None:
+            if self.category_counts is None:
+                self.category_counts = np.zeros_like(later.category_counts)
+                self.category_expected = np.zeros_like(later.category_expected)
+            self.category_counts += later.category_counts
+            self.category_expected += later.category_expected
+        for bins, outcomes in later.bin_sample:
+            take = min(BIN_SAMPLE - self.bin_sampled, int(bins.shape[0]))
+            if take <= 0:
+                break
+            self.bin_sample.append((bins[:take], outcomes[:take]))
+            self.bin_sampled += take
+        return self
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
         details = dict(extra_details or {})

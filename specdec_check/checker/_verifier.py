@@ -20,6 +20,7 @@ from ._options import check_options
 from ._report import CheckReport
 from ._scenario_run import ScenarioRun
 from ._session import run
+from ._tally import merge_evidence
 from ._verdict import classify, verifier_summary
 from ._xp import concat, is_host
 from .checks import StepCounts, locate
@@ -93,25 +94,70 @@ def _joined(caller, draw, results):
     return concat(outs), ParsedStep(*(concat([getattr(p, f) for p in steps]) for f in ("accepted", "final", "emitted")))
 
 
+#: The checks whose evidence is merged over a scenario's shards (their tallies, and the step counts the
+#: efficiency test reads); they finish after the merge. The others (the non-finite probe, the randomness
+#: checks) run in the first shard only.
+MERGED_CHECKS = (LawChecks, CompletedLaw, Efficiency)
+
+
+@dataclasses.dataclass
+class PartEvidence:
+    """What one shard of a split scenario hands the driver: the merged checks' tallies (by check), the
+    step counts and the seconds it ran. Picklable (a worker's result)."""
+
+    tallies: dict
+    counts: StepCounts
+    elapsed: float
+
+
+def _law_budget(run, checks) -> tuple:
+    """``(calls, reuse)`` of the scenario's whole law loop: calls until the planned tests reach the
+    design TV, capped by the mode; ``reuse`` calls per block of inputs where a test feeds on reused calls."""
+    laws, mode, cells = checks[0], run.mode, cells_per_call(run.scenario)
+    # Huge calls reuse a block of inputs only when a planned test feeds on reused calls.
+    reuse = reuse_count(cells) if laws.uses_reuse else 1
+    needed = max(check.calls_needed(reuse) for check in checks if hasattr(check, "calls_needed"))
+    return int(max(1, min(mode.max_law_calls, needed, mode.max_law_cells // cells))), reuse
+
+
+def _shard_calls(scenario, reuse: int, shard_rows: int) -> int:
+    """Calls in one shard of the scenario's law loop: the mode's ``shard_rows`` rows (:data:`specdec_check.
+    _settings.SHARD_ROWS`), in whole reused blocks."""
+    calls = max(1, -(-shard_rows // scenario.rows_per_call))
+    return -(-calls // reuse) * reuse
+
+
+def _parts(run) -> int:
+    """How many shards the scenario's law loop is split into (1: it runs whole), from the plan alone."""
+    if isinstance(run.scenario, VerifierScreen):
+        return 1
+    checks = [check(run, None, StepCounts()) for check in (LawChecks, CompletedLaw)]
+    calls, reuse = _law_budget(run, checks)
+    return -(-calls // _shard_calls(run.scenario, reuse, run.mode.shard_rows))
+
+
 def _run_scenario(run, verify) -> None:
-    """One scenario: for each block of inputs, call, locate the step, hand it to every check.
+    """One scenario (or one shard of it, ``run.part`` of ``run.parts``): for each block of inputs, call,
+    locate the step, hand it to every check.
 
     A block of huge calls serves several calls (:func:`~specdec_check.checker._block.reuse_count`);
     small calls are grouped instead: the calls of one pooled draw share one block, their outputs are
     joined and located together, so the checker's per-call work is paid once per group (outcomes are
-    independent across calls, so the joined rows are the rows of one larger call).
+    independent across calls, so the joined rows are the rows of one larger call). A scenario of more
+    law rows than the mode's ``shard_rows`` runs in shards: this run covers its part's block range and leaves
+    the merged checks' evidence in ``run.evidence`` (:func:`_merge_part`, :func:`_conclude`).
     """
     if isinstance(run.scenario, VerifierScreen):
         return run_screen(run, verify)
     started = time.perf_counter()
     caller, counts = VerifierCaller(run, verify), StepCounts()
-    checks = [check(run, caller, counts) for check in SCENARIO_CHECKS]
+    checks = [check(run, caller, counts) for check in (MERGED_CHECKS if run.part else SCENARIO_CHECKS)]
     laws = checks[0]
-    # Huge calls reuse a block of inputs only when a planned test feeds on reused calls.
-    reuse = reuse_count(cells_per_call(run.scenario)) if laws.uses_reuse else 1
-    mode = run.mode
-    needed = max(check.calls_needed(reuse) for check in checks if hasattr(check, "calls_needed"))
-    calls = int(max(1, min(mode.max_law_calls, needed, mode.max_law_cells // cells_per_call(run.scenario))))
+    calls, reuse = _law_budget(run, checks)
+    per_part = _shard_calls(run.scenario, reuse, run.mode.shard_rows)
+    run.parts = -(-calls // per_part)
+    if run.parts > 1:
+        calls = min(per_part, calls - run.part * per_part)
     for check in checks:
         check.start()
     block, step, inputs = None, None, caller.pool_of(windows=-(-calls // reuse))
@@ -151,10 +197,53 @@ def _run_scenario(run, verify) -> None:
             break
     if reuse > 1 and block is not None and not run.stopped:
         caller.unchanged(block.draw)
+    if run.parts == 1:
+        for check in checks:
+            check.finish()
+        classify(run, counts)
+        run.summary = verifier_summary(run, counts, time.perf_counter() - started)
+        return
+    for check in checks:  # the first shard's other checks finish here; the merged ones after the merge
+        if not isinstance(check, MERGED_CHECKS):
+            check.finish()
+    run.evidence = PartEvidence({type(check).__name__: check.evidence() for check in checks
+                                 if hasattr(check, "evidence")}, counts, time.perf_counter() - started)
+
+
+def _concluded(run) -> bool:
+    """Whether a split scenario needs no later shard: it stopped (a contract failure, an impossible event)
+    or a merged e-process rejected (anytime-valid: the shards merged so far are the evidence)."""
+    def rejected(evidence):
+        if isinstance(evidence, dict):
+            return any(rejected(value) for value in evidence.values())
+        return evidence is not None and evidence.rejected_early
+
+    return bool(run.stopped or rejected(run.evidence.tallies))
+
+
+def _merge_part(run, later) -> None:
+    """Merge the next shard ``later`` (a finished part's run or result: its evidence, findings, samples,
+    calls) into the split scenario ``run``: counts add, the e-processes continue (shard order)."""
+    mine, theirs = run.evidence, later.evidence
+    run.evidence = PartEvidence(merge_evidence(mine.tallies, theirs.tallies), mine.counts.merge(theirs.counts),
+                                mine.elapsed + theirs.elapsed)
+    run.findings += list(later.findings)
+    run.samples += later.samples
+    run.calls += later.calls
+    run.stopped = run.stopped or later.stopped
+
+
+def _conclude(run) -> None:
+    """After a split scenario's last merged shard: the merged checks record their tests on the merged
+    evidence, then the scenario's findings and summary are made as for a scenario run whole."""
+    evidence, run.evidence = run.evidence, None
+    checks = [check(run, None, evidence.counts) for check in MERGED_CHECKS]
     for check in checks:
+        if hasattr(check, "adopt"):
+            check.adopt(evidence.tallies[type(check).__name__])
         check.finish()
-    classify(run, counts)
-    run.summary = verifier_summary(run, counts, time.perf_counter() - started)
+    classify(run, evidence.counts)
+    run.summary = verifier_summary(run, evidence.counts, evidence.elapsed)
 
 
 def _diagnose(run, verify) -> bool:
@@ -187,6 +276,7 @@ VERIFIER = SamplerKind(
     name="verifier", command=KINDS["verifier"].command, keywords=VERIFIER_KEYWORDS, scenario_type=VerifierScenario,
     default_battery=default_verifier_battery, checks=VERIFIER_CHECKS, plan=_plan, run_scenario=_run_scenario,
     prepare=_prepare, diagnose=_diagnose, rule_checks=DEFAULT_CHECKS,
+    parts=_parts, merge_part=_merge_part, concluded=_concluded, conclude=_conclude,
 )
 
 

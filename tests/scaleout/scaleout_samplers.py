@@ -40,3 +40,14 @@ def always_dies(*, draft_token_ids, draft_probs, target_probs, generator):
     """Kills the process it runs in on every call."""
     os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError("unreachable: SIGKILL cannot be caught")
+
+
+def tilted_verify(*, draft_token_ids, draft_probs, target_probs, generator):
+    """The reference verifier run on the target rows mixed 10% with the uniform law (fresh arrays; the inputs
+    are untouched): a lossy verifier whose output law is off by a small TV (about 0.1 x TV(target, uniform)),
+    which a law test needs thousands of rows to see."""
+    import numpy as np
+
+    tilted = 0.9 * np.asarray(target_probs) + 0.1 / target_probs.shape[-1]
+    return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=tilted,
+                        generator=generator)

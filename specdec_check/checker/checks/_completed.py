@@ -187,6 +187,14 @@ class CompletedLaw(Check):
             self.law.add_codes(draw.pool_index * s.vocab_size**completed.shape[1] + codes)
         return True
 
+    def evidence(self) -> dict:
+        """The tallies, as one shard of the scenario hands them to the driver (:meth:`adopt` takes them back)."""
+        return {"pit": self.pit, "pairs": self.pairs, "law": self.law}
+
+    def adopt(self, evidence: dict) -> None:
+        """Take the tallies merged over a scenario's shards (then :meth:`finish` records them)."""
+        self.pit, self.pairs, self.law = evidence["pit"], evidence["pairs"], evidence["law"]
+
     def finish(self) -> None:
         run = self.run
         for tally, extra in ((self.pit, {"positions": self.length}), (self.pairs, {"grid": PAIR_GRID}),

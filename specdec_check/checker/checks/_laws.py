@@ -7,6 +7,8 @@ Theorem 3.5) is counted directly where its outcomes can be enumerated.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...exact import decode_emitted, encode_emitted, num_step_outcomes, step_law
@@ -37,28 +39,61 @@ CONTEXT_COUNT_CELLS = 1 << 16
 COUNT_BUFFER = 1 << 14
 
 
-def outcome_namer(name: str, vocab_size: int):
-    """How the outcomes of per-row test ``name`` read in a report: tokens, accepted counts, or both
-    (the ``step_law`` code is ``accepted * V + final``)."""
-    if name == "accepted_count":
-        return lambda k: f"{k} draft(s) accepted"
-    if name == "step_law":
-        return lambda code: f"{code // vocab_size} draft(s) accepted, then token {code % vocab_size}"
-    if name == "stop_conditional":
-        return lambda y: f"final token {y}"
-    return lambda y: f"token {y}"
+@dataclass(frozen=True)
+class OutcomeName:
+    """How the outcomes of per-row test ``test`` read in a report: tokens, accepted counts, or both
+    (the ``step_law`` code is ``accepted * V + final``). A picklable callable: a tally carrying it
+    travels from a shard's worker to the driver."""
+
+    test: str
+    vocab_size: int
+
+    def __call__(self, code) -> str:
+        if self.test == "accepted_count":
+            return f"{code} draft(s) accepted"
+        if self.test == "step_law":
+            return f"{code // self.vocab_size} draft(s) accepted, then token {code % self.vocab_size}"
+        if self.test == "stop_conditional":
+            return f"final token {code}"
+        return f"token {code}"
 
 
-def emitted_namer(prompts, vocab_size: int, gamma: int, outcomes: int):
+def outcome_namer(name: str, vocab_size: int) -> OutcomeName:
+    """The :class:`OutcomeName` of per-row test ``name``."""
+    return OutcomeName(name, int(vocab_size))
+
+
+@dataclass(frozen=True, eq=False)
+class EmittedName:
     """How a cell of the integrated step law (``context * outcomes + emitted string``) reads: the
-    context's prompt and the emitted tokens."""
-    def name(code):
-        context, emitted = divmod(code, outcomes)
-        tokens = decode_emitted(np.array([emitted]), vocab_size, gamma)[0]
-        prompt = prompts[context]
+    context's prompt and the emitted tokens (picklable, as :class:`OutcomeName`)."""
+
+    prompts: object
+    vocab_size: int
+    gamma: int
+    outcomes: int
+
+    def __call__(self, code) -> str:
+        context, emitted = divmod(code, self.outcomes)
+        tokens = decode_emitted(np.array([emitted]), self.vocab_size, self.gamma)[0]
+        prompt = self.prompts[context]
         return (f"context {context} (prompt {prompt[prompt >= 0].tolist()}) emitted tokens "
                 f"{tokens[tokens >= 0].tolist()}")
-    return name
+
+
+def emitted_namer(prompts, vocab_size: int, gamma: int, outcomes: int) -> EmittedName:
+    """The :class:`EmittedName` of the integrated step law's cells."""
+    return EmittedName(prompts, int(vocab_size), int(gamma), int(outcomes))
+
+
+@dataclass(frozen=True)
+class ContextTokenName:
+    """How a cell of the first token's counts per context (``context * V + token``) reads."""
+
+    vocab_size: int
+
+    def __call__(self, code) -> str:
+        return f"token {code % self.vocab_size} after prompt context {code // self.vocab_size}"
 
 
 def first_token_law(target, prompts) -> np.ndarray:
@@ -142,10 +177,9 @@ class LawChecks(Check):
             self.integrated.method = "integrated step law (context, emitted string)"
         if _CONTEXT_COUNTS in run.planned:
             law = first_token_law(run.backend.law_model(s.target), self.caller.pool)
-            vocab = s.vocab_size
             self.context_counts = CountTally(
                 s.name, "first_token", law.reshape(-1) / law.shape[0], alpha=run.spend(_CONTEXT_COUNTS),
-                describe=lambda code: f"token {code % vocab} after prompt context {code // vocab}")
+                describe=ContextTokenName(int(s.vocab_size)))
             self.context_counts.method = "first token counts per prompt context (token-level, no PIT)"
         self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
 
@@ -206,6 +240,17 @@ class LawChecks(Check):
                 codes = run.backend.encode_on_device(step.out, s.vocab_size)
                 self.integrated.add_codes(run.backend.to_device(draw.pool_index) * self.outcomes + codes)
         return True
+
+    def evidence(self) -> dict:
+        """The tallies, as one shard of the scenario hands them to the driver (:meth:`adopt` takes them back)."""
+        if self.context_counts is not None:
+            self._count_first(None, flush=True)
+        return {"pit": dict(self.tallies), "integrated": self.integrated, "context_counts": self.context_counts}
+
+    def adopt(self, evidence: dict) -> None:
+        """Take the tallies merged over a scenario's shards (then :meth:`finish` records them)."""
+        self.tallies, self.integrated = dict(evidence["pit"]), evidence["integrated"]
+        self.context_counts = evidence["context_counts"]
 
     def finish(self) -> None:
         run = self.run

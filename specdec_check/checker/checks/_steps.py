@@ -75,6 +75,15 @@ class StepCounts:
                 self.first_accept_groups.append([block.accept_first, 0])
             self.first_accept_groups[-1][1] += 1
 
+    def merge(self, later: "StepCounts") -> "StepCounts":
+        """Add ``later``'s counts (the calls of a later shard of the scenario): every field is a sum or a list
+        of groups, so the merged counts are those of one run over both shards' calls; returns self."""
+        for name in ("accepted_total", "accepted_expected", "optimal_expected", "emitted_total", "first_accepted",
+                     "bonus_missing", "excess_rows", "excess_sum", "excess_square"):
+            setattr(self, name, getattr(self, name) + getattr(later, name))
+        self.first_accept_groups += later.first_accept_groups
+        return self
+
     def first_accept_probs(self):
         """``(probs, repeats)``: acceptance probabilities of every first draft tested, and how many
         calls saw each (a block of inputs serves several calls)."""

@@ -1,0 +1,126 @@
+"""Issue 21: shards finer than a scenario. A scenario whose law loop plans more rows than the mode's
+``shard_rows`` runs as block ranges seeded by ``SeedSequence.spawn`` in a fixed order; the driver merges
+them in that order (counts add, e-processes multiply) and stops a scenario once its merged evidence
+rejects, dropping its later shards. The report is the same in this process and on any executor."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from scaleout_helpers import without_timings
+from scaleout_samplers import tilted_verify, verifier_scenarios
+
+from specdec_check import check_verifier, mode_for_tv, stats
+from specdec_check._settings import MODES, SHARD_ROWS, get_mode
+from specdec_check.checker import VERIFIER, check_options
+from specdec_check.checker._scenario_run import ScenarioRun
+from specdec_check.checker._session import part_seed
+from specdec_check.checker._shards import ScenarioShard, ShardRunner
+from specdec_check.checker._verifier import DEFAULT_CHECKS
+from specdec_check.samplers import numpy_verify
+
+#: Rows per shard in these tests: quick mode's law loops (about 2,000 rows) become several shards each.
+TEST_SHARD_ROWS = 512
+SPLIT_QUICK = dataclasses.replace(get_mode("quick"), shard_rows=TEST_SHARD_ROWS)
+
+
+def _json(report) -> str:
+    return json.dumps(without_timings(report.to_dict()), sort_keys=True)
+
+
+def _parts(mode, rule="standard", scenarios=None):
+    options = check_options(VERIFIER.allowed_checks(rule), mode=mode, checks=DEFAULT_CHECKS[rule], rule=rule)
+    battery, _ = VERIFIER.prepare(scenarios, options.checks)
+    plans = [VERIFIER.plan(s, options) for s in battery]
+    ledger = stats.AlphaLedger(options.alpha, planned=sum(len(p) for p in plans))
+    return {s.name: VERIFIER.parts_of(ScenarioRun(s, p, options, ledger, None, "")) for s, p in zip(battery, plans)}
+
+
+@pytest.mark.parametrize("rule", ["standard", "any"])
+def test_shard_rows_keep_quick_default_and_thorough_whole(rule):
+    # The named modes' reports do not change: every battery scenario is one shard under both rules.
+    for name in MODES:
+        assert set(_parts(name, rule).values()) == {1}, name
+
+
+def test_a_target_resolution_splits_every_law_scenario():
+    parts = _parts(mode_for_tv(1e-3))
+    assert parts["screen"] == 1
+    law = [n for name, n in parts.items() if name != "screen"]
+    assert min(law) > 100 and max(law) * SHARD_ROWS > 4e7  # ~45M rows per scenario at TV 1e-3
+
+
+def test_part_seeds_are_the_scenarios_own_then_its_spawned_children():
+    seed = np.random.SeedSequence([7, 11, 0])
+    assert part_seed(seed, 0) is seed
+    children = np.random.SeedSequence([7, 11, 0]).spawn(3)
+    for part in (1, 2):
+        assert part_seed(seed, part).generate_state(4).tolist() == children[part].generate_state(4).tolist()
+    assert seed.n_children_spawned == 0  # made without mutating the scenario's stream
+
+
+def test_split_reports_are_equal_in_process_on_processes_and_on_dask(dask_executor):
+    scenarios = verifier_scenarios()[:2]
+    assert all(n > 2 for name, n in _parts(SPLIT_QUICK, scenarios=scenarios).items() if name != "screen")
+    runs = {where: check_verifier(numpy_verify, scenarios=scenarios, mode=SPLIT_QUICK, seed=3, executor=executor)
+            for where, executor in [("in-process", None), ("2 processes", 2), ("dask", dask_executor)]}
+    reference = runs["in-process"]
+    assert reference.verdict == "passed"
+    whole = check_verifier(numpy_verify, scenarios=scenarios, mode="quick", seed=3)
+    # The merged evidence is the whole scenario's: as many law rows as one shard would have run.
+    for split, alone in zip(reference.scenarios, whole.scenarios):
+        assert split.samples == pytest.approx(alone.samples, rel=0.2), split.name
+    assert reference.achieved_tv <= SPLIT_QUICK.design_tv
+    for where, report in runs.items():
+        assert _json(report) == _json(reference), where
+
+
+def test_a_split_scenario_stops_at_the_shard_whose_merged_evidence_rejects():
+    # A lossy verifier off by a small TV: its first shard alone does not reject; a later one does, and
+    # the shards after it never merge, in this process and on two processes alike.
+    mode = dataclasses.replace(mode_for_tv(0.05, "quick"), shard_rows=TEST_SHARD_ROWS)
+    scenarios = [s for s in verifier_scenarios() if s.name == "low-acceptance"]
+    parts = _parts(mode, scenarios=scenarios)["low-acceptance"]
+    here = check_verifier(tilted_verify, scenarios=scenarios, mode=mode, checks=("first_token",))
+    there = check_verifier(tilted_verify, scenarios=scenarios, mode=mode, checks=("first_token",), executor=2)
+    assert here.verdict == "failed"
+    law = [r for r in here.results if r.check == "first_token" and r.evalue is not None]
+    assert any(r.details["sequential_rejected"] for r in law)
+    rows = here.scenarios[-1].samples
+    assert 2 * TEST_SHARD_ROWS <= rows < (parts - 1) * TEST_SHARD_ROWS, (rows, parts)  # stopped in between
+    assert _json(there) == _json(here)
+
+
+class _Held(cf.Executor):
+    """An executor that runs the shards of ``ready`` at once and holds the others: shows which a run cancels."""
+
+    def __init__(self, ready):
+        self.ready, self.futures = set(ready), []
+
+    def submit(self, fn, *args):
+        future = cf.Future()
+        if len(self.futures) in self.ready and future.set_running_or_notify_cancel():
+            future.set_result(fn(*args))
+        self.futures.append(future)
+        return future
+
+
+def test_dropped_shards_are_cancelled_and_skipped():
+    from specdec_check.checker._verifier import _run_scenario
+
+    executor = _Held(ready={0, 3})
+    options = check_options(VERIFIER.checks, mode="quick")
+    scenario = verifier_scenarios()[0]
+    shards = [ScenarioShard(i, scenario.name, _run_scenario, None, numpy_verify, None, scenario, (), options,
+                            1e-6, 1, np.random.SeedSequence(i), "", 0, 1) for i in range(4)]
+    dropped = set()
+    with ShardRunner(executor) as runner:
+        results = runner.results(shards, dropped=dropped)
+        assert next(results).index == 0
+        dropped.update({1, 2})  # the consumer concluded: shards 1 and 2 are not needed, and never waited for
+        assert next(results).index == 3
+    assert [f.cancelled() for f in executor.futures] == [False, True, True, False]

@@ -58,7 +58,7 @@ except Exception:  # pragma: no cover - depends on the machine
     torch = None
     torch_verify = None
 
-SECTIONS = ("throughput", "overhead", "oracles", "verdict", "peers", "scaling")
+SECTIONS = ("throughput", "overhead", "oracles", "verdict", "peers", "scaling", "scaleout")
 HEADINGS = {
     "machine": "## Machine",
     "throughput": "## Sampler throughput",
@@ -67,6 +67,7 @@ HEADINGS = {
     "verdict": "## Time to verdict (sequential vs fixed-n)",
     "peers": "## Statistical efficiency against the peers' methods",
     "scaling": "## Scaling of the checker's time",
+    "scaleout": "## Scale-out: workers, block-range shards, certifying a small TV",
     "targets": "## Targets",
 }
 
@@ -551,6 +552,25 @@ def section_scaling(rep, args):
     rep.section(lines)
 
 
+# --------------------------------------------------------------------------------------------------
+# Scale-out (issue 21): the report of benchmarks/scaleout.py
+# --------------------------------------------------------------------------------------------------
+def section_scaleout(rep, args):
+    import scaleout
+
+    try:
+        import distributed  # noqa: F401
+
+        dask = True
+    except ImportError:
+        dask = False
+    body, equal = scaleout.report_lines(quick=args.quick, repeats=1, include_dask=dask)
+    rep.section([HEADINGS["scaleout"], "", "(`python benchmarks/scaleout.py` prints this section alone.)", "",
+                 *[line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in body]])
+    rep.target("scale-out: report JSON equal on every executor (timings aside)", equal,
+               "equal" if equal else "DIFFERENT", "in-process, 1 and 2 local processes, all cores, Dask")
+
+
 def _plot(runs, path) -> bool:
     try:
         import matplotlib
@@ -604,7 +624,7 @@ def main(argv=None) -> int:
     state = {}
     runners = {"throughput": section_throughput, "overhead": section_overhead, "oracles": section_oracles,
                "verdict": lambda r, a: section_verdict(r, a, state), "peers": lambda r, a: section_peers(r, a, state),
-               "scaling": section_scaling}
+               "scaling": section_scaling, "scaleout": section_scaleout}
     for name in SECTIONS:
         if name in sections:
             t = time.perf_counter()

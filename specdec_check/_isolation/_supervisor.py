@@ -124,8 +124,11 @@ class RunState:
                                "summary": message[4]})
         elif tag == "progress":
             self.progress = tuple(message[1:4])
-            if message[3] and message[1] < (message[2] or 0):
-                self.scenario = message[3]
+            label = message[3]
+            # A label names the scenario starting ("NAME", "NAME [shard 2/7]"), or a shard that finished on an
+            # executor ("NAME ... done": not what is running now, shards run side by side).
+            if label and message[1] < (message[2] or 0) and not label.endswith(" done"):
+                self.scenario = label.split(" [shard ", 1)[0]
 
 
 @dataclass(frozen=True)

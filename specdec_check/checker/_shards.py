@@ -378,8 +378,10 @@ class ShardRunner:
                     index = futures.pop(future)
                     try:
                         done[index] = future.result()
-                    except Exception as exc:  # noqa: BLE001 - sorted below
-                        if not _is_lost_worker(exc):
+                    except BaseException as exc:  # a SystemExit from a worker too: it ends the run
+                        if not (isinstance(exc, Exception) and _is_lost_worker(exc)):
+                            if progress is not None:  # the scenario the exception came from (a partial report names it)
+                                progress(position, len(order), by_index[index].name)
                             raise
                         lost = exc
                     else:

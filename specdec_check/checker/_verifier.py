@@ -31,7 +31,7 @@ from .checks._non_finite import NonFiniteProbe
 from .checks._randomness import BatchInvariance, Determinism, Independence
 from .checks._screen import run_screen, screen_plan
 
-__all__ = ["VERIFIER", "VERIFIER_CHECKS", "check_verifier"]
+__all__ = ["VERIFIER", "VERIFIER_CHECKS", "check_verifier", "law_plan"]
 
 VERIFIER_CHECKS = (
     "screen",
@@ -127,13 +127,18 @@ def _shard_calls(scenario, reuse: int, shard_rows: int) -> int:
     return -(-calls // reuse) * reuse
 
 
-def _parts(run) -> int:
-    """How many shards the scenario's law loop is split into (1: it runs whole), from the plan alone."""
+def law_plan(run) -> tuple:
+    """``(law rows, shards)`` the scenario of ``run`` plans, from its plan alone (``run`` needs no stream):
+    the rows of its whole law loop and how many block ranges they run in (1: it runs whole)."""
     if isinstance(run.scenario, VerifierScreen):
-        return 1
+        return 0, 1
     checks = [check(run, None, StepCounts()) for check in (LawChecks, CompletedLaw)]
     calls, reuse = _law_budget(run, checks)
-    return -(-calls // _shard_calls(run.scenario, reuse, run.mode.shard_rows))
+    return calls * run.scenario.rows_per_call, -(-calls // _shard_calls(run.scenario, reuse, run.mode.shard_rows))
+
+
+def _parts(run) -> int:
+    return law_plan(run)[1]
 
 
 def _run_scenario(run, verify) -> None:

@@ -51,3 +51,13 @@ def tilted_verify(*, draft_token_ids, draft_probs, target_probs, generator):
     tilted = 0.9 * np.asarray(target_probs) + 0.1 / target_probs.shape[-1]
     return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=tilted,
                         generator=generator)
+
+
+def exits_on_many_rows(*, draft_token_ids, draft_probs, target_probs, generator):
+    """The reference verifier, except that it calls ``sys.exit`` on the scenario many-rows (V = 33)."""
+    if target_probs.shape[-1] == 33:
+        import sys
+
+        sys.exit("a bug that only V = 33 reaches")
+    return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target_probs,
+                        generator=generator)

@@ -56,3 +56,36 @@ def test_the_suite_under_xdist_spends_one_budget_split_by_test_id(pytester):
     spent_serial = next(line for line in serial.outlines if line.startswith("specdec-check: spent alpha"))
     spent_spread = next(line for line in spread.outlines if line.startswith("specdec-check: spent alpha"))
     assert spent_spread.startswith(spent_serial + " over 2 pytest-xdist workers (one ledger, split by test id)")
+
+
+def test_a_target_resolution_on_the_command_line(cli, tmp_path):
+    # --tv sizes the law tests: the report says the design TV reached, the default folder and every repro
+    # line carry it, and a resolution outside (0, 1) is a usage error.
+    run = cli(*ARGS, "--tv", "0.1", "--workers", "2")
+    assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
+    folders = list((tmp_path / "reports").iterdir())
+    assert [f.name for f in folders] == ["specdec_check.samplers.numpy_verify-quick-tv0.1-seed0"]
+    report = json.loads((folders[0] / "report.json").read_text())
+    assert report["design_tv"] == 0.1 and report["verdict"] == "passed" and report["achieved_tv"] <= 0.1
+    assert cli(*ARGS, "--report", "q").returncode == 0
+    quick = json.loads((tmp_path / "q" / "report.json").read_text())
+
+    def law_rows(data):
+        return sum(r["n"] for r in data["results"] if r["check"] == "accepted_count")
+
+    # More law rows, and a resolution the plain quick run does not reach.
+    assert law_rows(report) > law_rows(quick) and quick["achieved_tv"] > 0.1 >= report["achieved_tv"]
+    for bad in ("0", "1.5", "x"):
+        refused = cli(*ARGS, "--no-report", "--tv", bad)
+        assert refused.returncode == 2 and "--tv" in refused.stderr, bad
+
+
+def test_a_sampler_exiting_on_a_worker_names_its_scenario(cli, tmp_path):
+    # sys.exit in a worker process ends the run: the partial report says which scenario it came from (not
+    # the label of the last shard that finished elsewhere).
+    run = cli("verify", "scaleout_samplers:exits_on_many_rows", *ARGS[1:], "--report", "out", "--workers", "2")
+    assert run.returncode == 1, (run.stdout[-2000:], run.stderr[-2000:])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    crash = [f for f in report["findings"] if f["check"] == "crash"]
+    assert len(crash) == 1 and "a bug that only V = 33 reaches" in crash[0]["message"], report["findings"]
+    assert "'many-rows'" in crash[0]["message"] and " done" not in crash[0]["message"], crash[0]["message"]

@@ -15,11 +15,12 @@ from ._blas import one_blas_thread
 from ._callables import check_sampler, qualified_name
 from ._report import CheckReport
 from ._repro import repro_command
+from ._parts import part_seed
 from ._scenario_run import ScenarioRun
 from ._shards import resolves_to as _resolves_to
 from ._shards import run_sharded
 
-__all__ = ["achieved_resolution", "evidence_gaps", "part_seed", "planned_samples", "run"]
+__all__ = ["achieved_resolution", "evidence_gaps", "planned_samples", "run"]
 
 
 @functools.lru_cache(maxsize=256)  # a battery plans a few distinct (TV, support, alpha) triples
@@ -77,15 +78,6 @@ def scenario_seeds(seed: int, names) -> list:
         streams.append(np.random.SeedSequence([int(seed), zlib.crc32(name.encode("utf-8", "surrogatepass")),
                                                occurrence]))
     return streams
-
-
-def part_seed(seed: np.random.SeedSequence, part: int) -> np.random.SeedSequence:
-    """The stream of shard ``part`` of a scenario whose stream is ``seed``: the scenario's own for part 0
-    (a scenario run whole draws what it always drew), its ``part``-th child (``SeedSequence.spawn``'s,
-    made without mutating ``seed``) for the others. Fixed by the plan, so any executor replays it."""
-    if part == 0:
-        return seed
-    return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, int(part)), pool_size=seed.pool_size)
 
 
 def _shard_label(name: str, part: int, parts: int) -> str:

@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from ._blas import one_blas_thread
+from ._parts import part_seed
 
 __all__ = ["POOL_RESTARTS", "LocalProcesses", "ScenarioShard", "ShardResult", "ShardsLost", "available_cores",
            "check_executor", "device_of_template", "resolves_to", "run_shard", "run_sharded", "worker_index"]
@@ -426,8 +427,6 @@ def run_sharded(kind, sampler, scenarios, plans, options, ledger, seeds, repros,
     diagnosis) runs the kind's diagnosis of that scenario's failure on the executor, updates
     ``result.findings`` and returns whether it ran.
     """
-    from ._session import part_seed
-
     parts = [1] * len(scenarios) if parts is None else list(parts)
     shipped, path = _shipped_sampler(sampler, options.sampler_name)
     worker_options = dataclasses.replace(options, executor=None, progress=None, monitor=None)

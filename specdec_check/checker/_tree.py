@@ -23,6 +23,7 @@ from ..exact._tree_drafting import DRAFTING_SCHEMES, check_drafting
 from ..scenarios import TreeScenario, default_tree_battery
 from ._kinds import SamplerKind
 from ._options import check_options
+from ._parts import PartEvidence, concluded, merge_part, shard_calls, whole
 from ._report import CheckReport, ScenarioSummary
 from ._session import run
 from ._tally import law_evidence
@@ -130,8 +131,31 @@ def _summary(run, counts, elapsed) -> ScenarioSummary:
     )
 
 
+def _law_calls(run, laws, completed) -> int:
+    """Calls of the scenario's whole law loop: until the planned tests reach the design TV, capped by the mode."""
+    mode = run.mode
+    return int(max(1, min(mode.max_law_calls, max(laws.calls_needed(), completed.calls_needed(1)),
+                          mode.max_law_cells // tree_cells_per_call(run.scenario))))
+
+
+def tree_law_plan(drafting, run) -> tuple:
+    """``(law rows, shards)`` the scenario of ``run`` plans under ``drafting``, from its plan alone."""
+    s = run.scenario
+    if not s.allows(drafting):
+        return 0, 1
+    calls = _law_calls(run, TreeLawChecks(run, None, TreeCounts(), drafting), CompletedLaw(run, None, None))
+    return calls * s.rows_per_call, -(-calls // shard_calls(s.rows_per_call, 1, run.mode.shard_rows))
+
+
+def _parts(drafting, run) -> int:
+    return tree_law_plan(drafting, run)[1]
+
+
 def _run_scenario(drafting, run, verify) -> None:
-    """One scenario: probes, then blocks of drafted trees, one call each, every output tested."""
+    """One scenario (or one shard of it, ``run.part`` of ``run.parts``): probes, then blocks of drafted
+    trees, one call each, every output tested. A law loop of more rows than the mode's ``shard_rows``
+    runs in shards (:mod:`._parts`): this run covers its part's calls and leaves the law tallies in
+    ``run.evidence``; the probes and the randomness checks run in the first part only."""
     started = time.perf_counter()
     s = run.scenario
     caller = TreeCaller(run, verify, drafting, drafting)
@@ -143,13 +167,16 @@ def _run_scenario(drafting, run, verify) -> None:
     laws = TreeLawChecks(run, caller, counts, drafting)
     completed = CompletedLaw(run, caller, counts)
     efficiency = TreeEfficiency(run, counts)
-    randomness = [TreeDeterminism(run, caller), TreeIndependence(run, caller, tree_cells_per_call(s))]
-    mode = run.mode
-    calls = int(max(1, min(mode.max_law_calls, max(laws.calls_needed(), completed.calls_needed(1)),
-                           mode.max_law_cells // tree_cells_per_call(s))))
+    randomness = [] if run.part else [TreeDeterminism(run, caller),
+                                      TreeIndependence(run, caller, tree_cells_per_call(s))]
+    calls = _law_calls(run, laws, completed)
+    per_part = shard_calls(s.rows_per_call, 1, run.mode.shard_rows)
+    run.parts = -(-calls // per_part)
+    if run.parts > 1:
+        calls = min(per_part, calls - run.part * per_part)
     laws.start()
     completed.start()
-    for probe in (TreeNonFiniteProbe(run, caller), ZeroCoinProbe(run, caller)):
+    for probe in (() if run.part else (TreeNonFiniteProbe(run, caller), ZeroCoinProbe(run, caller))):
         if not run.stopped:
             probe.start()
     inputs = caller.pool_of(windows=calls)
@@ -166,6 +193,14 @@ def _run_scenario(drafting, run, verify) -> None:
             break
         if laws.rejected_early or completed.rejected_early:
             break
+    if run.parts > 1:
+        mark = len(run.findings)
+        for check in randomness:  # the first part's; their findings go after the merged law tests' ones
+            check.finish()
+        later, run.findings = run.findings[mark:], run.findings[:mark]
+        run.evidence = PartEvidence({"laws": laws.evidence(), "completed": completed.evidence()}, counts,
+                                    time.perf_counter() - started, later)
+        return
     laws.finish()
     completed.finish()
     efficiency.finish()
@@ -173,6 +208,23 @@ def _run_scenario(drafting, run, verify) -> None:
     for check in randomness:
         check.finish()
     run.summary = _summary(run, counts, time.perf_counter() - started)
+
+
+def _conclude(drafting, run) -> None:
+    """After a split scenario's last merged shard: the law, completed and efficiency tests on the merged
+    evidence, the findings (law first, then the first part's randomness ones) and the summary."""
+    evidence, run.evidence = run.evidence, None
+    counts = evidence.counts
+    laws = TreeLawChecks(run, None, counts, drafting)
+    laws.adopt(evidence.tallies["laws"])
+    completed = CompletedLaw(run, None, counts)
+    completed.adopt(evidence.tallies["completed"])
+    laws.finish()
+    completed.finish()
+    TreeEfficiency(run, counts).finish()
+    _classify(run, counts)
+    run.findings += evidence.later_findings
+    run.summary = _summary(run, counts, evidence.elapsed)
 
 
 def _diagnose(drafting, run, verify) -> bool:
@@ -186,7 +238,8 @@ def _diagnose(drafting, run, verify) -> bool:
     first = next((f for f in run.findings if f.kind == "failure"), None)
     if first is None or first.check == "contract":
         return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
-    options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"))
+    options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"),
+                                  mode=whole(run.options.mode))
     plan = _plan(drafting, run.scenario, options)
     sub = ScenarioRun(run.scenario, plan, options, stats.AlphaLedger(run.options.alpha, planned=max(1, len(plan))),
                       np.random.default_rng(run.rng.integers(2**63)), run.repro)
@@ -212,6 +265,8 @@ def tree_verifier_kind(drafting: str) -> SamplerKind:
         checks=TREE_CHECKS, plan=functools.partial(_plan, drafting),
         run_scenario=functools.partial(_run_scenario, drafting), prepare=functools.partial(_prepare, drafting),
         rule_checks=TREE_DEFAULT_CHECKS, diagnose=functools.partial(_diagnose, drafting),
+        parts=functools.partial(_parts, drafting), merge_part=merge_part, concluded=concluded,
+        conclude=functools.partial(_conclude, drafting),
     )
 
 

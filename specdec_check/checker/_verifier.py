@@ -20,7 +20,7 @@ from ._options import check_options
 from ._report import CheckReport
 from ._scenario_run import ScenarioRun
 from ._session import run
-from ._tally import merge_evidence
+from ._parts import PartEvidence, concluded, merge_part, shard_calls, whole
 from ._verdict import classify, verifier_summary
 from ._xp import concat, is_host
 from .checks import StepCounts, locate
@@ -100,16 +100,6 @@ def _joined(caller, draw, results):
 MERGED_CHECKS = (LawChecks, CompletedLaw, Efficiency)
 
 
-@dataclasses.dataclass
-class PartEvidence:
-    """What one shard of a split scenario hands the driver: the merged checks' tallies (by check), the
-    step counts and the seconds it ran. Picklable (a worker's result)."""
-
-    tallies: dict
-    counts: StepCounts
-    elapsed: float
-
-
 def _law_budget(run, checks) -> tuple:
     """``(calls, reuse)`` of the scenario's whole law loop: calls until the planned tests reach the
     design TV, capped by the mode; ``reuse`` calls per block of inputs where a test feeds on reused calls."""
@@ -120,13 +110,6 @@ def _law_budget(run, checks) -> tuple:
     return int(max(1, min(mode.max_law_calls, needed, mode.max_law_cells // cells))), reuse
 
 
-def _shard_calls(scenario, reuse: int, shard_rows: int) -> int:
-    """Calls in one shard of the scenario's law loop: the mode's ``shard_rows`` rows (:data:`specdec_check.
-    _settings.SHARD_ROWS`), in whole reused blocks."""
-    calls = max(1, -(-shard_rows // scenario.rows_per_call))
-    return -(-calls // reuse) * reuse
-
-
 def law_plan(run) -> tuple:
     """``(law rows, shards)`` the scenario of ``run`` plans, from its plan alone (``run`` needs no stream):
     the rows of its whole law loop and how many block ranges they run in (1: it runs whole)."""
@@ -134,7 +117,8 @@ def law_plan(run) -> tuple:
         return 0, 1
     checks = [check(run, None, StepCounts()) for check in (LawChecks, CompletedLaw)]
     calls, reuse = _law_budget(run, checks)
-    return calls * run.scenario.rows_per_call, -(-calls // _shard_calls(run.scenario, reuse, run.mode.shard_rows))
+    rows = run.scenario.rows_per_call
+    return calls * rows, -(-calls // shard_calls(rows, reuse, run.mode.shard_rows))
 
 
 def _parts(run) -> int:
@@ -150,7 +134,7 @@ def _run_scenario(run, verify) -> None:
     joined and located together, so the checker's per-call work is paid once per group (outcomes are
     independent across calls, so the joined rows are the rows of one larger call). A scenario of more
     law rows than the mode's ``shard_rows`` runs in shards: this run covers its part's block range and leaves
-    the merged checks' evidence in ``run.evidence`` (:func:`_merge_part`, :func:`_conclude`).
+    the merged checks' evidence in ``run.evidence`` (:mod:`._parts`, :func:`_conclude`).
     """
     if isinstance(run.scenario, VerifierScreen):
         return run_screen(run, verify)
@@ -159,7 +143,7 @@ def _run_scenario(run, verify) -> None:
     checks = [check(run, caller, counts) for check in (MERGED_CHECKS if run.part else SCENARIO_CHECKS)]
     laws = checks[0]
     calls, reuse = _law_budget(run, checks)
-    per_part = _shard_calls(run.scenario, reuse, run.mode.shard_rows)
+    per_part = shard_calls(run.scenario.rows_per_call, reuse, run.mode.shard_rows)
     run.parts = -(-calls // per_part)
     if run.parts > 1:
         calls = min(per_part, calls - run.part * per_part)
@@ -215,29 +199,6 @@ def _run_scenario(run, verify) -> None:
                                  if hasattr(check, "evidence")}, counts, time.perf_counter() - started)
 
 
-def _concluded(run) -> bool:
-    """Whether a split scenario needs no later shard: it stopped (a contract failure, an impossible event)
-    or a merged e-process rejected (anytime-valid: the shards merged so far are the evidence)."""
-    def rejected(evidence):
-        if isinstance(evidence, dict):
-            return any(rejected(value) for value in evidence.values())
-        return evidence is not None and evidence.rejected_early
-
-    return bool(run.stopped or rejected(run.evidence.tallies))
-
-
-def _merge_part(run, later) -> None:
-    """Merge the next shard ``later`` (a finished part's run or result: its evidence, findings, samples,
-    calls) into the split scenario ``run``: counts add, the e-processes continue (shard order)."""
-    mine, theirs = run.evidence, later.evidence
-    run.evidence = PartEvidence(merge_evidence(mine.tallies, theirs.tallies), mine.counts.merge(theirs.counts),
-                                mine.elapsed + theirs.elapsed)
-    run.findings += list(later.findings)
-    run.samples += later.samples
-    run.calls += later.calls
-    run.stopped = run.stopped or later.stopped
-
-
 def _conclude(run) -> None:
     """After a split scenario's last merged shard: the merged checks record their tests on the merged
     evidence, then the scenario's findings and summary are made as for a scenario run whole."""
@@ -263,7 +224,7 @@ def _diagnose(run, verify) -> bool:
     if first is None or first.check == "contract":
         return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
     options = dataclasses.replace(run.options, rule="any", checks=("contract", "impossible", "completed"),
-                                  monitor=run.options.monitor)
+                                  monitor=run.options.monitor, mode=whole(run.options.mode))
     plan = CompletedLaw.plan(run.scenario, options)
     sub = ScenarioRun(run.scenario, plan, options, stats.AlphaLedger(run.options.alpha, planned=len(plan)),
                       np.random.default_rng(run.rng.integers(2**63)), run.repro)
@@ -281,7 +242,7 @@ VERIFIER = SamplerKind(
     name="verifier", command=KINDS["verifier"].command, keywords=VERIFIER_KEYWORDS, scenario_type=VerifierScenario,
     default_battery=default_verifier_battery, checks=VERIFIER_CHECKS, plan=_plan, run_scenario=_run_scenario,
     prepare=_prepare, diagnose=_diagnose, rule_checks=DEFAULT_CHECKS,
-    parts=_parts, merge_part=_merge_part, concluded=_concluded, conclude=_conclude,
+    parts=_parts, merge_part=merge_part, concluded=concluded, conclude=_conclude,
 )
 
 

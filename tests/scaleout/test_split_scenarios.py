@@ -18,7 +18,7 @@ from specdec_check import check_verifier, mode_for_tv, stats
 from specdec_check._settings import MODES, SHARD_ROWS, get_mode
 from specdec_check.checker import VERIFIER, check_options
 from specdec_check.checker._scenario_run import ScenarioRun
-from specdec_check.checker._session import part_seed
+from specdec_check.checker._parts import part_seed
 from specdec_check.checker._shards import ScenarioShard, ShardRunner
 from specdec_check.checker._verifier import DEFAULT_CHECKS
 from specdec_check.samplers import numpy_verify
@@ -140,3 +140,41 @@ def test_dropped_shards_are_cancelled_and_skipped():
         dropped.update({1, 2})  # the consumer concluded: shards 1 and 2 are not needed, and never waited for
         assert next(results).index == 3
     assert [f.cancelled() for f in executor.futures] == [False, True, True, False]
+
+
+def test_split_tree_reports_are_equal_in_process_and_on_processes():
+    from specdec_check import check_tree_verifier
+    from specdec_check._settings import default_sampler, resolve_callable
+    from specdec_check.checker._tree import tree_law_plan, tree_verifier_kind
+    from specdec_check.scenarios import default_tree_battery
+
+    reference = resolve_callable(default_sampler("tree_verifier"))
+    scenarios = default_tree_battery("topk")[:2]
+    kind = tree_verifier_kind("topk")
+    options = check_options(kind.checks, mode=SPLIT_QUICK)
+    ledger = stats.AlphaLedger(options.alpha, planned=100)
+    parts = [tree_law_plan("topk", ScenarioRun(s, kind.plan(s, options), options, ledger, None, ""))[1]
+             for s in scenarios]
+    assert max(parts) > 2, parts
+    here = check_tree_verifier(reference, drafting="topk", scenarios=scenarios, mode=SPLIT_QUICK)
+    there = check_tree_verifier(reference, drafting="topk", scenarios=scenarios, mode=SPLIT_QUICK, executor=2)
+    whole = check_tree_verifier(reference, drafting="topk", scenarios=scenarios, mode="quick")
+    assert here.verdict == "passed" and here.achieved_tv <= SPLIT_QUICK.design_tv
+    assert [r.check for r in here.results if r.scenario == scenarios[-1].name] != []
+    assert {(r.scenario, r.check) for r in here.results} == {(r.scenario, r.check) for r in whole.results}
+    assert _json(there) == _json(here)
+
+
+def test_a_split_run_of_a_catalogued_bug_fails_with_its_diagnosis_on_any_executor():
+    from specdec_check.bugs import unnormalised_inverse_cdf
+
+    scenarios = verifier_scenarios()[:2]
+    here = check_verifier(unnormalised_inverse_cdf, scenarios=scenarios, mode=SPLIT_QUICK, seed=1)
+    there = check_verifier(unnormalised_inverse_cdf, scenarios=scenarios, mode=SPLIT_QUICK, seed=1, executor=2)
+    assert here.verdict == "failed"
+    diagnosis = [f.evidence["rule_agnostic"] for f in here.findings if "rule_agnostic" in f.evidence]
+    assert [d["verdict"] for d in diagnosis] == ["lossy"]  # the diagnosis runs whole, on the first part's stream
+    # Its first shard's evidence rejects: the later shards of each 3-shard scenario never merge.
+    assert set(_parts(SPLIT_QUICK, scenarios=scenarios).values()) == {1, 3}
+    assert [s.samples for s in here.scenarios[1:]] == [TEST_SHARD_ROWS, TEST_SHARD_ROWS]
+    assert _json(there) == _json(here)

@@ -8,6 +8,8 @@ drafting and prompts is counted directly where it can be enumerated
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...exact import encode_emitted, num_step_outcomes
@@ -55,6 +57,13 @@ class TreeCounts:
 
     def probs(self) -> np.ndarray:
         return np.concatenate(self.any_probs) if self.any_probs else np.zeros(0)
+
+    def merge(self, later: "TreeCounts") -> "TreeCounts":
+        """Add a later shard's counts (sums, and its rows' acceptance probabilities after these); returns self."""
+        for name in ("accepted_total", "accepted_expected", "emitted_total", "any_accepted"):
+            setattr(self, name, getattr(self, name) + getattr(later, name))
+        self.any_probs += later.any_probs
+        return self
 
 
 def _describe(block, out, parsed, row: int, tolerance: float) -> str:
@@ -137,13 +146,23 @@ def tree_impossible(run, block, out, parsed, *, tolerance=None, label: str = "")
     return False
 
 
-def _outcome_namer(test: str):
-    """How the outcomes a per-row tree test sees read in a report (the PIT bins' tokens)."""
-    if test == "accepted_length":
-        return lambda k: f"{k} token(s) emitted"
-    if test == "final_token":
-        return lambda y: f"final token {y}"
-    return lambda y: f"token {y}"
+@dataclass(frozen=True)
+class TreeOutcomeName:
+    """How the outcomes a per-row tree test sees read in a report (the PIT bins' tokens); picklable, so a
+    tally carrying it travels from a shard's worker to the driver."""
+
+    test: str
+
+    def __call__(self, code) -> str:
+        if self.test == "accepted_length":
+            return f"{code} token(s) emitted"
+        if self.test == "final_token":
+            return f"final token {code}"
+        return f"token {code}"
+
+
+def _outcome_namer(test: str) -> TreeOutcomeName:
+    return TreeOutcomeName(test)
 
 
 class TreeLawChecks:
@@ -223,6 +242,14 @@ class TreeLawChecks:
             codes = encode_emitted(out, run.scenario.vocab_size)
             self.integrated.add_codes(block.draw.pool_index * self.outcomes + codes)
         return True
+
+    def evidence(self) -> dict:
+        """The tallies, as one shard of the scenario hands them to the driver (:meth:`adopt` takes them back)."""
+        return {"pit": dict(self.tallies), "integrated": self.integrated}
+
+    def adopt(self, evidence: dict) -> None:
+        """Take the tallies merged over a scenario's shards (then :meth:`finish` records them)."""
+        self.tallies, self.integrated = dict(evidence["pit"]), evidence["integrated"]
 
     def finish(self) -> None:
         records = [t.record() for t in self.tallies.values()]

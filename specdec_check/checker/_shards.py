@@ -1,13 +1,14 @@
-"""Scale-out: a check's scenarios as shards on any ``concurrent.futures`` executor, merged in battery order.
+"""Scale-out: a check's shards on any ``concurrent.futures`` executor, merged in battery order.
 
-Every scenario of a run is independent already: its random stream is keyed by the run's seed and its
-name (:func:`~specdec_check.checker._session.scenario_seeds`), its tests spend fixed shares of one
-alpha ledger (``total / planned``, Bonferroni) and nothing it computes depends on another scenario.
-A shard is one scenario's run (:class:`ScenarioShard`): it runs wherever an executor puts it (this
+A shard is one scenario's run, or one block range of it (:mod:`._parts`: a law loop planning more
+rows than the mode's ``shard_rows``). Every shard is independent: its random stream is keyed by the
+run's seed, the scenario's name and the part (:func:`~specdec_check.checker._parts.part_seed`), its
+tests spend fixed shares of one alpha ledger (``total / planned``, Bonferroni) and nothing it computes
+depends on another shard. A shard (:class:`ScenarioShard`) runs wherever an executor puts it (this
 process, a :class:`LocalProcesses` pool, a Dask cluster through ``Client(...).get_executor()``) and
-returns what the scenario produced (:class:`ShardResult`). The driver merges the results in battery
-order, so the report is the same whatever ran the shards and in whatever order they finished
-(timings aside).
+returns what it produced (:class:`ShardResult`). The driver merges the results in shard order and
+drops a split scenario's later shards once its merged evidence concludes it, so the report is the
+same whatever ran the shards and in whatever order they finished (timings aside).
 
 No scheduler lives here: ``concurrent.futures`` or the user's executor schedules; this module names
 the work, ships it (the sampler by ``MODULE:CALLABLE`` where it has one), reruns the shards of a

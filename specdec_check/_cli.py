@@ -84,9 +84,12 @@ def default_report_dir(path: str, *, mode: str, seed: int, backend: str = "numpy
 
 
 def _mode_label(args) -> str:
-    """The mode as a report folder names it: ``thorough``, or ``thorough-tv0.001`` with ``--tv``."""
-    tv = getattr(args, "tv", None)
-    return args.mode if tv is None else f"{args.mode}-tv{tv:g}"
+    """The mode as a report folder names it: ``thorough``, or ``thorough-tv0.001`` with a ``--tv`` that
+    changes it (every digit, as the repro line has it)."""
+    from ._settings import target_tv
+
+    tv = target_tv(_mode(args)) if getattr(args, "tv", None) is not None else None
+    return args.mode if tv is None else f"{args.mode}-tv{tv!r}"
 
 
 def _mode(args):
@@ -95,6 +98,13 @@ def _mode(args):
 
     tv = getattr(args, "tv", None)
     return args.mode if tv is None else mode_for_tv(tv, args.mode)
+
+
+def _target_tv(args):
+    """The ``--tv`` as repro lines carry it: None when it leaves the mode as it is."""
+    from ._settings import target_tv
+
+    return target_tv(_mode(args)) if getattr(args, "tv", None) is not None else None
 
 
 def _report_folder(args, path):
@@ -232,8 +242,8 @@ def _add_check_options(sub, command: str):
     sub.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="how hard to look (default: %(default)s)")
     sub.add_argument("--tv", type=_probability, default=None, metavar="TV",
                      help="target resolution: size the law tests to detect this total-variation distance (e.g. "
-                          "--mode thorough --tv 1e-3 plans ~1e7 rows per scenario; spread them with --workers or "
-                          "--scheduler); default: the mode's own")
+                          "--mode thorough --tv 1e-3 plans ~4.5e7 rows per scenario, which verifier and tree scenarios "
+                          "run as ~170 shards that --workers or --scheduler spread); default: the mode's own")
     sub.add_argument("--backend", choices=BACKENDS, default=DEFAULT_BACKEND, help="array backend (default: %(default)s)")
     sub.add_argument("--device", default=None, help="torch device, e.g. cuda:0 (torch backend)")
     sub.add_argument("--dtype", default=None, help="dtype the sampler sees, e.g. float32 (default: the backend's)")
@@ -418,7 +428,7 @@ def _run_check(args) -> int:
 
     path = args.callable or default_sampler(_KIND_OF[args.command], args.backend)
     folder, identity = _report_folder(args, path)  # a bad --report is a usage error before anything runs
-    options = {"mode": args.mode, "tv": getattr(args, "tv", None), "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
+    options = {"mode": args.mode, "tv": _target_tv(args), "seed": args.seed, "alpha": args.alpha if args.alpha != DEFAULT_ALPHA else None,
                "scenarios": args.scenarios, "backend": args.backend, "device": args.device, "dtype": args.dtype,
                "checks": args.checks, "strict": args.strict or None,
                "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,

@@ -24,7 +24,7 @@ def command_line(command: str, sampler: str, *, mode=None, tv=None, seed=None, s
     if mode is not None:
         words += ["--mode", str(mode)]
     if tv is not None:
-        words += ["--tv", f"{float(tv):g}"]
+        words += ["--tv", repr(float(tv))]  # every digit: the plan (and so the draws) depends on it
     if seed is not None:
         words += ["--seed", str(seed)]
     if scenarios:

@@ -60,13 +60,13 @@ class Mode:
     def __post_init__(self):
         if not self.shard_rows:
             object.__setattr__(self, "shard_rows", SHARD_ROWS)
-        if int(self.shard_rows) < 1:
-            raise ValueError(f"shard_rows must be >= 1; got {self.shard_rows!r}.")
+        if isinstance(self.shard_rows, bool) or not isinstance(self.shard_rows, int) or self.shard_rows < 1:
+            raise ValueError(f"shard_rows must be an int >= 1 (law rows per shard); got {self.shard_rows!r}.")
 
 
 #: Law rows one shard of a verifier scenario covers: a law loop planning more is split into block ranges
 #: of this many rows (whole calls, whole reused blocks), run as shards (side by side on an executor) and
-#: merged in order: counts add and the e-processes multiply. 2^18 is above every law loop of the quick,
+#: merged in order: counts add and each test's e-process looks at every shard boundary. 2^18 is above every law loop of the quick,
 #: default and thorough modes (their tests stop at 6,000, 40,000 and ~1.3e5 samples), so those runs keep
 #: one shard per scenario and their reports; ``--tv 1e-3`` makes ~170 per scenario. A shard is ~0.1 to 1 s
 #: of a reference's work on one core: small enough to spread and to stop early, large enough that the
@@ -161,9 +161,14 @@ def mode_for_tv(design_tv: float, base="thorough") -> Mode:
 
 
 def target_tv(mode: Mode) -> float | None:
-    """The ``--tv`` a mode was built with (:func:`mode_for_tv`), or None for a named mode as it is."""
+    """The ``--tv`` a mode was built with (:func:`mode_for_tv`), or None for a named mode as it is.
+    ``ValueError`` for a mode built otherwise (its own caps or shards): no command line replays it."""
     named = MODES.get(mode.name)
-    return None if named is not None and named.design_tv == mode.design_tv else float(mode.design_tv)
+    if named is not None and mode == named:
+        return None
+    if named is not None and mode == mode_for_tv(mode.design_tv, named):
+        return float(mode.design_tv)
+    raise ValueError(f"{mode!r} is neither a named mode nor mode_for_tv(tv, name): no --mode/--tv replays it.")
 
 
 def get_mode(mode) -> Mode:

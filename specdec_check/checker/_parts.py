@@ -3,10 +3,11 @@ driver, and its merge in shard order (a kind's ``merge_part`` and ``concluded``)
 
 A kind whose law loop plans more rows than the mode's ``shard_rows`` runs it as block ranges on
 their own streams (:func:`part_seed`). Every range leaves a
-:class:`PartEvidence`: the merged checks' tallies, the step counts, the seconds it ran. Tallies
-merge as counts that add and e-processes that multiply (:meth:`~specdec_check.checker._tally.
-CountTally.merge`), counts by their own ``merge``; the kind's ``conclude`` then records the tests on
-the merged evidence as if the scenario had run whole.
+:class:`PartEvidence`: the merged checks' tallies (the first range's whole, the later ranges' counts
+only), the step counts, the seconds it ran. Counts add, and the first range's e-process, one mixture
+on the cumulative counts, is looked at once more at each later range's boundary
+(:meth:`~specdec_check.checker._tally.CountTally.merge`); the kind's ``conclude`` then records the
+tests on the merged evidence as if the scenario had run whole.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def concluded(run) -> bool:
 
 def merge_part(run, later) -> None:
     """Merge the next shard ``later`` (a finished part's run or result: its evidence, findings, samples,
-    calls) into the split scenario ``run``: counts add, the e-processes continue (shard order)."""
+    calls) into the split scenario ``run``: counts add, the e-process looks at the boundary (shard order)."""
     mine, theirs = run.evidence, later.evidence
     run.evidence = PartEvidence(merge_evidence(mine.tallies, theirs.tallies), mine.counts.merge(theirs.counts),
                                 mine.elapsed + theirs.elapsed, mine.later_findings)

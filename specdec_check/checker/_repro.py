@@ -17,15 +17,22 @@ __all__ = ["repro_command"]
 
 def repro_command(kind, options, scenario: str) -> str:
     """The command that reruns ``scenario`` of a run of ``kind`` under ``options`` with the same seed."""
-    backend, tv = options.backend, target_tv(options.mode)
+    backend = options.backend
+    try:
+        tv, expressible = target_tv(options.mode), True
+    except ValueError:  # a Mode built by hand: only the Python call carries it
+        tv, expressible = None, False
     partial = tuple(options.checks) != tuple(kind.default_checks(options.rule))
-    if options.sampler_name is not None and options.scenarios_source is not False:
+    if options.sampler_name is not None and options.scenarios_source is not False and expressible:
         return command_line(kind.command, options.sampler_name, mode=options.mode.name, tv=tv, seed=options.seed,
                             scenarios=options.scenarios_source or None, scenario=scenario, alpha=options.alpha,
                             checks=options.checks if partial else None, strict=options.strict, rule=options.rule,
                             backend=backend.name, device=backend.device, dtype=backend.dtype)
     sampler = options.sampler_name or "<your sampler>"
-    mode = f"{options.mode.name!r}" if tv is None else f"mode_for_tv({tv:g}, {options.mode.name!r})"
+    if not expressible:
+        mode = repr(options.mode)
+    else:
+        mode = f"{options.mode.name!r}" if tv is None else f"mode_for_tv({tv!r}, {options.mode.name!r})"
     arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={mode}", f"seed={options.seed}"]
     if options.alpha != DEFAULT_ALPHA:
         arguments.append(f"alpha={options.alpha!r}")

@@ -299,6 +299,13 @@ def _is_lost_worker(exc: BaseException) -> bool:
     return isinstance(exc, cf.BrokenExecutor) or type(exc).__name__ in _LOST_WORKER_ERRORS
 
 
+@dataclass(frozen=True)
+class _Raised:
+    """A shard that raised (not a lost worker): re-raised when the run reaches it in shard order."""
+
+    exception: BaseException
+
+
 class ShardRunner:
     """Submits shards to an executor and hands their results back in shard order.
 
@@ -368,7 +375,12 @@ class ShardRunner:
                             future.cancel()
                             del futures[future]
                     elif index in done:
-                        yield done.pop(index)
+                        result = done.pop(index)
+                        if isinstance(result, _Raised):  # raised in order: a shard dropped first never raises
+                            if progress is not None:  # the scenario it came from (a partial report names it)
+                                progress(position, len(order), by_index[index].name)
+                            raise result.exception
+                        yield result
                     else:
                         break
                     position += 1
@@ -380,17 +392,14 @@ class ShardRunner:
                     index = futures.pop(future)
                     try:
                         done[index] = future.result()
-                    except BaseException as exc:  # a SystemExit from a worker too: it ends the run
-                        if not (isinstance(exc, Exception) and _is_lost_worker(exc)):
-                            if progress is not None:  # the scenario the exception came from (a partial report names it)
-                                progress(position, len(order), by_index[index].name)
-                            raise
-                        lost = exc
+                    except BaseException as exc:  # a SystemExit from a worker too: it ends the run, in shard order
+                        if isinstance(exc, Exception) and _is_lost_worker(exc):
+                            lost = exc
+                        else:
+                            done[index] = _Raised(exc)
                     else:
                         if progress is not None:
-                            shard = by_index[index]
-                            progress(len(done) + position, len(order),
-                                     f"{_label(shard)} done")
+                            progress(len(done) + position, len(order), f"{_label(by_index[index])} done")
                 if lost is not None:
                     for future, index in futures.items():  # shards that finished before the pool broke are kept
                         if future.done() and not future.cancelled() and future.exception() is None:

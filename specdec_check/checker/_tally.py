@@ -7,13 +7,15 @@ one on the exact fixed-n identity test at the end.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from .. import stats
 from ._report import TestRecord
 from ._xp import as_int64, bincount, is_host
 
-__all__ = ["CountTally", "PitTally", "describe_cell", "law_evidence", "merge_evidence"]
+__all__ = ["CountTally", "PitTally", "ShardCounts", "describe_cell", "law_evidence", "merge_evidence", "shipped"]
 
 #: The e-process is updated once the pending counts reach 1/LOOK_GROWTH of what it has seen (and at
 #: least MIN_LOOK samples): looking less often keeps any stopping time valid at a cost logarithmic in
@@ -55,6 +57,28 @@ def law_evidence(record) -> str:
         seen = ", ".join(f"{t['cell']} ({t['count']})" for t in cell["tokens_seen"])
         text += f" (in a sample of {cell['tokens_sampled']:,} of its outcomes: {seen})"
     return text
+
+
+@dataclass
+class ShardCounts:
+    """A later shard's counts of one test (:meth:`CountTally.shipped`): what it sends back to be merged, a
+    few arrays instead of the law and the e-process it never looked at."""
+
+    check: str
+    counts: np.ndarray
+    category_counts: np.ndarray | None = None
+    category_expected: np.ndarray | None = None
+    bin_sample: list = field(default_factory=list)
+    rejected_early = False  # a later shard does not test on its own
+
+
+def shipped(evidence):
+    """``evidence`` (tallies, dicts of them, None) as a later shard sends it back: counts only."""
+    if isinstance(evidence, CountTally):
+        return evidence.shipped()
+    if isinstance(evidence, dict):
+        return {key: shipped(value) for key, value in evidence.items()}
+    return evidence
 
 
 def merge_evidence(earlier, later):
@@ -126,17 +150,26 @@ class CountTally:
         """Count outcome codes (a numpy array, or a tensor counted on its device)."""
         self.add_counts(bincount(codes, self.probs.size))
 
-    def merge(self, later: "CountTally") -> "CountTally":
-        """Add ``later``'s counts (the same test on the samples that come after these: another shard of the
-        scenario) and continue the e-process with its own (:meth:`SequentialIdentityTest.then`); returns self.
-        The fixed-n test of the record then sees every count: counts of independent samples add."""
-        if type(later) is not type(self) or later.probs.shape != self.probs.shape or later.alpha != self.alpha:
+    def shipped(self) -> "ShardCounts":
+        """What a later shard of a scenario sends back: its counts alone (no law, no e-process)."""
+        return ShardCounts(self.check, self.counts)
+
+    def merge(self, later) -> "CountTally":
+        """Add a later shard's counts (:meth:`shipped`: the same test on the samples after these) and look at
+        the e-process once at the shard boundary; returns self.
+
+        The e-process stays one Dirichlet-multinomial mixture on the cumulative counts (Lindon & Malek
+        2022): a test martingale looked at after this shard's own looks and at each later shard's boundary,
+        a stopping rule like any other (Ville's inequality holds at any stopping time). A later shard does
+        not look on its own: it cannot see the counts before it. The fixed-n test of the record sees every
+        count: counts of independent samples add.
+        """
+        if later.counts.shape != self.counts.shape or later.check != self.check:
             raise ValueError(f"cannot merge tally {later.check!r} into {self.check!r}: not the same test.")
         self.flush()
-        later.flush()
         self.counts += later.counts
-        if self.sequential is not None:
-            self.sequential.then(later.sequential)
+        if self.sequential is not None and not self.sequential.rejected:
+            self.sequential.update(later.counts)
         return self
 
     def record(self, *, extra_details: dict | None = None) -> TestRecord:
@@ -215,7 +248,11 @@ class PitTally(CountTally):
             self.category_counts += bincount(categories, expected.size)[: expected.size]
             self.category_expected += expected
 
-    def merge(self, later: "PitTally") -> "PitTally":
+    def shipped(self) -> "ShardCounts":
+        return ShardCounts(self.check, self.counts, self.category_counts, self.category_expected,
+                           list(self.bin_sample))
+
+    def merge(self, later) -> "PitTally":
         """:meth:`CountTally.merge`, with the per-category counts and the sample of (bin, outcome) pairs."""
         super().merge(later)
         if later.category_counts is not None:

@@ -26,7 +26,7 @@ from ._options import check_options
 from ._parts import PartEvidence, concluded, merge_part, shard_calls, whole
 from ._report import CheckReport, ScenarioSummary
 from ._session import run
-from ._tally import law_evidence
+from ._tally import law_evidence, shipped
 from ._tree_caller import TreeCaller
 from ._scenario_run import ScenarioRun
 from .checks._completed import CompletedLaw, rule_agnostic_diagnosis
@@ -198,7 +198,8 @@ def _run_scenario(drafting, run, verify) -> None:
         for check in randomness:  # the first part's; their findings go after the merged law tests' ones
             check.finish()
         later, run.findings = run.findings[mark:], run.findings[:mark]
-        run.evidence = PartEvidence({"laws": laws.evidence(), "completed": completed.evidence()}, counts,
+        tallies = {"laws": laws.evidence(), "completed": completed.evidence()}
+        run.evidence = PartEvidence(tallies if not run.part else shipped(tallies), counts,
                                     time.perf_counter() - started, later)
         return
     laws.finish()

@@ -21,6 +21,7 @@ from ._report import CheckReport
 from ._scenario_run import ScenarioRun
 from ._session import run
 from ._parts import PartEvidence, concluded, merge_part, shard_calls, whole
+from ._tally import shipped
 from ._verdict import classify, verifier_summary
 from ._xp import concat, is_host
 from .checks import StepCounts, locate
@@ -195,8 +196,8 @@ def _run_scenario(run, verify) -> None:
     for check in checks:  # the first shard's other checks finish here; the merged ones after the merge
         if not isinstance(check, MERGED_CHECKS):
             check.finish()
-    run.evidence = PartEvidence({type(check).__name__: check.evidence() for check in checks
-                                 if hasattr(check, "evidence")}, counts, time.perf_counter() - started)
+    tallies = {type(check).__name__: check.evidence() for check in checks if hasattr(check, "evidence")}
+    run.evidence = PartEvidence(tallies if not run.part else shipped(tallies), counts, time.perf_counter() - started)
 
 
 def _conclude(run) -> None:

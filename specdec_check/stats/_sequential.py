@@ -115,11 +115,9 @@ class SequentialIdentityTest:
         self._bp = self._pool.bin_probs
         self._ap = conc[:, None] * self._bp[None, :]   # [A, bins]
         self._logp = np.log(self._bp)
-        self._bin_counts = np.zeros(self._pool.nbins, dtype=np.int64)  # the current segment's (see then())
+        self._bin_counts = np.zeros(self._pool.nbins, dtype=np.int64)
         self._cells = np.zeros(len(conc))               # sum over bins of lnG(A p + N) - lnG(A p) - N ln p
         self._n = 0
-        self._segment_n = 0
-        self._prefix_log_e = 0.0                        # log e-value of the segments before the current one
         self._log_e = 0.0
         self._max_log_e = 0.0
         self._violations = []
@@ -131,7 +129,6 @@ class SequentialIdentityTest:
         if len(viol):
             self._violations.extend(int(i) for i in viol)
         self._n += int(counts.sum())
-        self._segment_n += int(counts.sum())
         add = self._pool.bin_counts(counts)
         changed = np.flatnonzero(add)
         if self._violations:
@@ -145,37 +142,9 @@ class SequentialIdentityTest:
         self._cells += (special.gammaln(ap + new) - special.gammaln(ap + old)).sum(axis=1) \
             - float((add[changed] * self._logp[changed]).sum())
         self._bin_counts[changed] = new
-        le = special.gammaln(self._conc) - special.gammaln(self._conc + self._segment_n) + self._cells
-        self._log_e = self._prefix_log_e + float(special.logsumexp(le) - np.log(len(self._conc)))
+        le = special.gammaln(self._conc) - special.gammaln(self._conc + self._n) + self._cells
+        self._log_e = float(special.logsumexp(le) - np.log(len(self._conc)))
         self._max_log_e = max(self._max_log_e, self._log_e)
-        return self
-
-    def then(self, later: "SequentialIdentityTest") -> "SequentialIdentityTest":
-        """Continue this e-process with ``later``, a test of the same law run on the samples that come
-        after these (another shard of a run, independent given the past); returns ``self``.
-
-        The product of e-processes over consecutive segments, each a Dirichlet-multinomial mixture
-        started afresh at a boundary fixed in advance, is a test martingale (Ramdas et al. 2023,
-        "Game-theoretic statistics and safe anytime-valid inference", section 4: a product of
-        sequential e-values conditionally valid given the past); so is it stopped inside a segment.
-        Its running maximum over this segment's looks and ``later``'s is
-        ``max(max_self, E_self * max_later)``, and Ville's inequality still bounds ``P(sup >= 1/alpha)``
-        by alpha. Updates after this start a new segment.
-        """
-        if not isinstance(later, SequentialIdentityTest):
-            raise TypeError(f"then() takes a SequentialIdentityTest; got {type(later).__name__}.")
-        if (later._probs.shape != self._probs.shape or not np.array_equal(later._probs, self._probs)
-                or not np.array_equal(later._conc, self._conc) or later._alpha != self._alpha):
-            raise ValueError("then() joins segments of one test: the law, the concentrations and alpha must be equal.")
-        self._max_log_e = max(self._max_log_e, self._log_e + later._max_log_e)
-        self._log_e = self._prefix_log_e = self._log_e + later._log_e
-        self._violations.extend(later._violations)
-        if self._violations:
-            self._log_e = self._max_log_e = float("inf")
-        self._n += later._n
-        self._segment_n = 0
-        self._bin_counts = np.zeros_like(self._bin_counts)
-        self._cells = np.zeros_like(self._cells)
         return self
 
     @property

@@ -1,6 +1,7 @@
 """Issue 21: tallies of a scenario's shards merge in shard order. Counts add (the fixed-n test of the merged
-record is the test of all the samples), the e-process continues with the later shard's own, and a tally
-with its describers pickles (it travels from a worker to the driver)."""
+record is the test of all the samples); the first shard's e-process, one mixture on the cumulative counts,
+looks once more at each later shard's boundary; a later shard sends its counts only; a tally with its
+describers pickles (the first shard's travels from a worker to the driver)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import pickle
 import numpy as np
 import pytest
 
-from specdec_check.checker._tally import CountTally, PitTally, merge_evidence
+from specdec_check import stats
+from specdec_check.checker._tally import CountTally, PitTally, ShardCounts, merge_evidence, shipped
 from specdec_check.checker.checks._laws import ContextTokenName, emitted_namer, outcome_namer
 
 LAW = np.array([0.4, 0.3, 0.2, 0.1])
 
 
-def _pit(seed, n=3_000):
+def _pit(seed, n=3_000, *, sequential=True):
     rng = np.random.default_rng(seed)
-    tally = PitTally("s", "first_token", bins=8, alpha=1e-4, describe=outcome_namer("first_token", 4))
+    tally = PitTally("s", "first_token", bins=8, alpha=1e-4, sequential=sequential,
+                     describe=outcome_namer("first_token", 4))
     tokens = rng.choice(4, size=n, p=LAW)
     tally.add_uniforms(rng.random(n), categories=tokens, expected=LAW * n)
     return tally, tokens
@@ -25,11 +28,11 @@ def _pit(seed, n=3_000):
 
 def test_merged_counts_are_the_counts_of_all_samples():
     first, tokens_a = _pit(1)
-    second, tokens_b = _pit(2)
+    second, tokens_b = _pit(2, sequential=False)
     whole = CountTally("s", "first_token", np.full(8, 1 / 8), alpha=1e-4)
     whole.add_counts(first.counts.copy())
     whole.add_counts(second.counts.copy())
-    merged = first.merge(second)
+    merged = first.merge(second.shipped())
     assert merged.n == 6_000 and np.array_equal(merged.counts, whole.counts)
     assert merged.category_counts.tolist() == np.bincount(np.concatenate([tokens_a, tokens_b]), minlength=4).tolist()
     record = merged.record()
@@ -37,27 +40,37 @@ def test_merged_counts_are_the_counts_of_all_samples():
     assert record.pvalue == pytest.approx(whole.record().pvalue)  # the fixed-n test sees every count
 
 
-def test_merged_e_process_is_the_product_of_the_shards():
+def test_merged_e_process_is_one_mixture_on_the_cumulative_counts():
     first, _ = _pit(3)
-    second, _ = _pit(4)
-    e_first, e_second = first.record().evalue, second.record().evalue
-    assert first.merge(second).record().evalue == pytest.approx(e_first * e_second)
+    second, _ = _pit(4, sequential=False)
+    one = stats.SequentialIdentityTest(np.full(8, 1 / 8), alpha=0.5e-4)
+    one.update(first.counts.copy())
+    one.update(second.counts.copy())
+    assert first.merge(second.shipped()).record().evalue == pytest.approx(one.e_value)
 
 
-def test_a_shard_that_rejects_makes_the_merged_tally_reject():
+def test_a_later_shard_off_the_law_makes_the_merged_tally_reject():
     null, _ = _pit(5)
-    off = PitTally("s", "first_token", bins=8, alpha=1e-4)
+    off = PitTally("s", "first_token", bins=8, alpha=1e-4, sequential=False)
     off.add_uniforms(np.random.default_rng(6).random(3_000) ** 2)  # PIT values far from uniform
-    assert off.rejected_early and not null.rejected_early
-    merged = merge_evidence({"pit": {"first_token": null}, "law": None}, {"pit": {"first_token": off}, "law": None})
+    assert not off.rejected_early and not null.rejected_early  # a later shard never rejects on its own
+    merged = merge_evidence({"pit": {"first_token": null}, "law": None},
+                            shipped({"pit": {"first_token": off}, "law": None}))
     assert merged["pit"]["first_token"].rejected_early and merged["law"] is None
     assert not merged["pit"]["first_token"].record().passed
+
+
+def test_a_later_shard_sends_counts_only():
+    tally, _ = _pit(9, sequential=False)
+    sent = tally.shipped()
+    assert isinstance(sent, ShardCounts) and not sent.rejected_early
+    assert len(pickle.dumps(sent)) < len(pickle.dumps(tally))
 
 
 def test_merging_another_test_is_refused():
     tally, _ = _pit(7)
     with pytest.raises(ValueError, match="not the same test"):
-        tally.merge(PitTally("s", "first_token", bins=16, alpha=1e-4))
+        tally.merge(PitTally("s", "first_token", bins=16, alpha=1e-4).shipped())
     with pytest.raises(ValueError, match="different tests"):
         merge_evidence({"a": None}, {"b": None})
 

@@ -109,12 +109,14 @@ class CountTally:
     method = "identity"
 
     def __init__(self, scenario: str, check: str, probs: np.ndarray, *, alpha: float, sequential: bool = True,
-                 describe=None):
+                 describe=None, resolution: float | None = None):
         self.scenario, self.check, self.describe = scenario, check, describe
         self.probs = np.asarray(probs, dtype=np.float64)
         self.alpha = alpha
         self.counts = np.zeros(self.probs.size, dtype=np.int64)
-        self.sequential = stats.SequentialIdentityTest(self.probs, alpha=alpha / 2) if sequential else None
+        # ``resolution`` (the mode's design TV) keeps the e-process's power down to it (a --tv run).
+        self.sequential = (stats.SequentialIdentityTest(self.probs, alpha=alpha / 2, min_tv=resolution)
+                           if sequential else None)
         self.pending = None
 
     @property
@@ -210,8 +212,9 @@ class PitTally(CountTally):
     method = "randomized PIT"
 
     def __init__(self, scenario: str, check: str, *, bins: int, alpha: float, sequential: bool = True,
-                 describe=None):
-        super().__init__(scenario, check, np.full(bins, 1.0 / bins), alpha=alpha, sequential=sequential)
+                 describe=None, resolution: float | None = None):
+        super().__init__(scenario, check, np.full(bins, 1.0 / bins), alpha=alpha, sequential=sequential,
+                         resolution=resolution)
         self.bins, self.outcome_describe = bins, describe
         self.category_counts = None  # optional: observed outcome counts for plotting (small laws)
         self.category_expected = None

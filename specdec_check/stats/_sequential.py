@@ -17,15 +17,21 @@ MIN_MASS = 1e-6  # without n_max, outcomes below this probability are grouped (b
                  # a Dirichlet(A p) mixture gains nothing on cells with A p << 1 at the useful A
 
 
-def concentrations_for(nbins):
-    """Grid of Dirichlet concentrations: half-decades from 10 to ``max(1e6, 1e4 B)``.
+def concentrations_for(nbins, min_tv=None):
+    """Grid of Dirichlet concentrations: half-decades from 10 to ``max(1e6, 1e4 B, B / (4 min_tv^2))``.
 
     The mixture's log e-value is, to second order, ``(n Z + n) / (2A)`` with ``Z`` the
     unbiased chi-square (expand ``lnGamma(A p + N) - lnGamma(A p)`` for large ``A p``),
     so detecting ``TV = eps`` on ``B`` equal bins needs ``A ~ B / (4 eps^2)``: the grid
-    reaches ``eps = 0.005``.  For ``B <= 100`` it is ``DEFAULT_CONCENTRATIONS``.
+    reaches ``eps = 0.005``, and ``min_tv`` (a target resolution below it) when given.
+    For ``B <= 100`` and no ``min_tv`` it is ``DEFAULT_CONCENTRATIONS``.
     """
     top = max(1e6, 1e4 * float(nbins))
+    if min_tv is not None:
+        min_tv = float(min_tv)
+        if not 0.0 < min_tv < 1.0:
+            raise ValueError(f"`min_tv` must lie in (0, 1); got {min_tv!r}.")
+        top = max(top, float(nbins) / (4.0 * min_tv**2))
     m = int(round(2 * np.log10(top / 10.0))) + 1
     return tuple(float(a) for a in np.geomspace(10.0, top, m))
 
@@ -83,6 +89,9 @@ class SequentialIdentityTest:
     second order, ``Z`` the unbiased chi-square of Acharya, Daskalakis & Kamath 2015:
     the e-process runs the bias-corrected chi-square sequentially.
 
+    ``min_tv`` (a target resolution) extends the default grid of concentrations so that the
+    mixture keeps its power down to that TV (:func:`concentrations_for`).
+
     Bins: with ``n_max`` (the planned sample size) the bins of
     :func:`identity_test` at ``n_max`` (singletons from one expected count); else
     every outcome of probability ``>= min_mass`` (default 1e-6) is its own bin and
@@ -93,7 +102,8 @@ class SequentialIdentityTest:
     zero-probability outcome rejects immediately.
     """
 
-    def __init__(self, probs, *, alpha, concentrations=None, max_bins=None, n_max=None, min_mass=MIN_MASS):
+    def __init__(self, probs, *, alpha, concentrations=None, max_bins=None, n_max=None, min_mass=MIN_MASS,
+                 min_tv=None):
         self._probs = _probs_iv(probs)
         self._alpha = _alpha_iv(alpha)
         if max_bins is not None:
@@ -107,7 +117,7 @@ class SequentialIdentityTest:
             if not (0 < min_mass < 1):
                 raise ValueError(f"`min_mass` must lie in (0, 1); got {min_mass!r}.")
             self._pool = pool(self._probs, 1.0, min_expected=min_mass)
-        conc = concentrations_for(self._pool.nbins) if concentrations is None else concentrations
+        conc = concentrations_for(self._pool.nbins, min_tv) if concentrations is None else concentrations
         conc = np.atleast_1d(np.asarray(conc, dtype=np.float64))
         if conc.ndim != 1 or len(conc) == 0 or not np.all(np.isfinite(conc)) or np.any(conc <= 0):
             raise ValueError("`concentrations` must be a nonempty 1-d sequence of positive finite numbers.")

@@ -153,3 +153,25 @@ class TestSequentialIdentityTest:
             SequentialIdentityTest([0.5, 0.5], alpha=0.1, min_mass=0)
         with pytest.raises(ValueError, match="n_max"):
             SequentialIdentityTest([0.5, 0.5], alpha=0.1, n_max=-3)
+
+
+def test_min_tv_extends_the_grid_and_keeps_power_down_to_the_target():
+    # Issue 21 (--tv 1e-3): the default grid reaches eps ~ 0.005 on 64 bins; min_tv adds concentrations up to
+    # B / (4 min_tv^2) = 1.6e7, and leaves the named modes' grids (design TV >= 0.02) as they were.
+    assert concentrations_for(64, 0.02) == DEFAULT_CONCENTRATIONS == concentrations_for(64)
+    grid = concentrations_for(64, 1e-3)
+    assert max(grid) == pytest.approx(1.6e7) and min(grid) == 10.0 and len(grid) > len(DEFAULT_CONCENTRATIONS)
+    with pytest.raises(ValueError, match="min_tv"):
+        concentrations_for(64, 0.0)
+    # A deviation of TV 2e-3 on 64 equal bins, seen in batches of 2^18 (one shard each), seeded: the extended
+    # grid rejects after 21 batches, the default one after 31 (measured).
+    probs = np.full(64, 1 / 64)
+    tilted = probs + np.where(np.arange(64) < 32, 1, -1) * 2e-3 / 32
+    looks = {}
+    for min_tv in (None, 1e-3):
+        rng, test = np.random.default_rng(0), SequentialIdentityTest(probs, alpha=1e-8, min_tv=min_tv)
+        for batch in range(1, 61):
+            if test.update(rng.multinomial(1 << 18, tilted)).rejected:
+                break
+        looks[min_tv] = batch
+    assert looks[1e-3] < 0.8 * looks[None] and looks[None] < 60, looks

@@ -123,13 +123,14 @@ class CompletedLaw(Check):
         run, s = self.run, self.run.scenario
         planned = run.planned
         looks = not run.part  # a later shard's tallies only count: it cannot see the e-process before it
+        tv = run.mode.design_tv  # the e-process keeps its power down to the design TV
         if "completed_pit" in planned:
             self.pit = PitTally(s.name, "completed", bins=run.mode.pit_bins, alpha=run.spend("completed_pit"),
-                                sequential=looks)
+                                sequential=looks, resolution=tv)
             self.pit.method = "Rosenblatt PIT of the completed sequence, positions pooled"
         if "completed_pairs" in planned:
             self.pairs = CountTally(s.name, "completed", np.full(PAIR_GRID**2, 1.0 / PAIR_GRID**2),
-                                    alpha=run.spend("completed_pairs"), sequential=looks)
+                                    alpha=run.spend("completed_pairs"), sequential=looks, resolution=tv)
             self.pairs.method = f"adjacent completed positions' PIT values on a {PAIR_GRID} x {PAIR_GRID} grid"
         if "completed_law" in planned:
             if s.fixed_target_probs is not None:
@@ -139,7 +140,8 @@ class CompletedLaw(Check):
                 target = run.backend.law_model(s.target)
                 law = np.concatenate([target_completed_law(target=target, gamma=s.gamma, prompt=p[p >= 0]).reshape(-1)
                                       for p in self.caller.pool]) / len(self.caller.pool)
-            self.law = CountTally(s.name, "completed", law, alpha=run.spend("completed_law"), sequential=looks)
+            self.law = CountTally(s.name, "completed", law, alpha=run.spend("completed_law"), sequential=looks,
+                                  resolution=tv)
             self.law.method = "completed sequence against the exact target joint (context, L tokens)"
         if self.pit is not None or self.pairs is not None or self.law is not None:
             self.rng = np.random.default_rng(run.rng.integers(2**63))

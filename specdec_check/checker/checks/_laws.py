@@ -165,22 +165,25 @@ class LawChecks(Check):
     def start(self) -> None:
         run, s = self.run, self.run.scenario
         looks = not run.part  # a later shard's tallies only count: it cannot see the e-process before it
+        tv = run.mode.design_tv  # the e-process keeps its power down to the design TV
         for name in _PIT_TESTS:
             if name in run.planned:
                 self.tallies[name] = PitTally(s.name, name, bins=run.mode.pit_bins, alpha=run.spend(name),
-                                              sequential=looks, describe=outcome_namer(name, s.vocab_size))
+                                              sequential=looks, resolution=tv,
+                                              describe=outcome_namer(name, s.vocab_size))
         if _INTEGRATED in run.planned:
             pool = self.caller.pool
             law = np.concatenate([step_law(s.target, s.draft, s.gamma, p[p >= 0]) for p in pool]) / len(pool)
             self.outcomes = num_step_outcomes(s.vocab_size, s.gamma)
             self.integrated = CountTally(s.name, "step_law", law, alpha=run.spend(_INTEGRATED), sequential=looks,
+                                         resolution=tv,
                                          describe=emitted_namer(pool, s.vocab_size, s.gamma, self.outcomes))
             self.integrated.method = "integrated step law (context, emitted string)"
         if _CONTEXT_COUNTS in run.planned:
             law = first_token_law(run.backend.law_model(s.target), self.caller.pool)
             self.context_counts = CountTally(
                 s.name, "first_token", law.reshape(-1) / law.shape[0], alpha=run.spend(_CONTEXT_COUNTS),
-                sequential=looks, describe=ContextTokenName(int(s.vocab_size)))
+                sequential=looks, resolution=tv, describe=ContextTokenName(int(s.vocab_size)))
             self.context_counts.method = "first token counts per prompt context (token-level, no PIT)"
         self.pit_rng = np.random.default_rng(run.rng.integers(2**63))
 

@@ -201,14 +201,16 @@ class TreeLawChecks:
     def start(self) -> None:
         run, s = self.run, self.run.scenario
         looks = not run.part  # a later shard's tallies only count: it cannot see the e-process before it
+        tv = run.mode.design_tv  # the e-process keeps its power down to the design TV
         for test in run.plan:
             if test.name in _PIT_TESTS or test.check == "sequence_law" and test.name != INTEGRATED:
                 self.tallies[test.name] = PitTally(s.name, test.check, bins=run.mode.pit_bins,
-                                                   alpha=run.spend(test.name), sequential=looks,
+                                                   alpha=run.spend(test.name), sequential=looks, resolution=tv,
                                                    describe=_outcome_namer(test.name))
         if INTEGRATED in run.planned:
             law = s.integrated_law(self.drafting, self.caller.rule, law_model=run.backend.law_model)
-            self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED), sequential=looks)
+            self.integrated = CountTally(s.name, "sequence_law", law, alpha=run.spend(INTEGRATED), sequential=looks,
+                                         resolution=tv)
             self.integrated.method = "integrated sequence law (prompt, emitted string)"
             self.outcomes = num_step_outcomes(s.vocab_size, s.depth)
         self.pit_rng = np.random.default_rng(run.rng.integers(2**63))

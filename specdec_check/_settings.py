@@ -26,6 +26,7 @@ __all__ = [
     "KindNames",
     "Mode",
     "mode_for_tv",
+    "open_unit",
     "target_tv",
     "default_sampler",
     "get_mode",
@@ -138,6 +139,17 @@ KINDS = {
 }
 
 
+def open_unit(value, what: str, *, hint: str = "") -> float:
+    """``value`` as a float in (0, 1); a ValueError naming ``what`` (and ``hint``) otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number in (0, 1); got {value!r}.") from None
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"{what} must lie in (0, 1); got {number}{hint}.")
+    return number
+
+
 def mode_for_tv(design_tv: float, base="thorough") -> Mode:
     """``base`` (a mode or its name) sized to detect ``design_tv``: the same PIT bins and the same caps on the
     other checks, its law-loop caps (``max_samples``, ``max_law_calls``, ``max_law_cells``) scaled by
@@ -147,12 +159,7 @@ def mode_for_tv(design_tv: float, base="thorough") -> Mode:
     ``--tv`` say the target. A bf16 kernel change certified at TV 1e-4 plans ~1e9 rows: run it with an executor.
     """
     base = get_mode(base)
-    try:
-        design_tv = float(design_tv)
-    except (TypeError, ValueError):
-        raise ValueError(f"the target resolution (tv) must be a number in (0, 1); got {design_tv!r}.") from None
-    if not 0.0 < design_tv < 1.0:
-        raise ValueError(f"the target resolution (tv) must lie in (0, 1); got {design_tv!r} (e.g. 1e-3).")
+    design_tv = open_unit(design_tv, "the target resolution (tv)", hint=" (e.g. 1e-3)")
     if design_tv == base.design_tv:
         return base
     scale = max(1.0, (base.design_tv / design_tv) ** 2)  # a coarser target keeps the base's caps

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, RULES, Mode, get_mode
+from .._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, RULES, Mode, get_mode, open_unit
 from ._backend import Backend
 from ._backends import make_backend
 from ._shards import check_executor, device_of_template
@@ -61,12 +61,7 @@ def check_options(known_checks, *, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, d
     a ``device`` with ``{worker}`` in it is a template (validated with worker 0).
     """
     mode = get_mode(mode)
-    try:
-        alpha = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha (the false-alarm budget of the whole run) must be a number in (0, 1); got {alpha!r}.") from None
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha (the false-alarm budget of the whole run) must lie in (0, 1); got {alpha}.")
+    alpha = open_unit(alpha, "alpha (the false-alarm budget of the whole run)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an int >= 0; got {seed!r}.")
     if checks is None:

@@ -176,3 +176,31 @@ def test_a_split_run_of_a_catalogued_bug_fails_with_its_diagnosis_on_any_executo
     assert set(_parts(SPLIT_QUICK, scenarios=scenarios).values()) == {1, 3}
     assert [s.samples for s in here.scenarios[1:]] == [TEST_SHARD_ROWS, TEST_SHARD_ROWS]
     assert _json(there) == _json(here)
+
+
+def test_mode_for_tv_scales_the_law_caps_and_validates():
+    thorough = get_mode("thorough")
+    fine = mode_for_tv(1e-3)
+    assert (fine.name, fine.design_tv, fine.pit_bins, fine.max_calls) == ("thorough", 1e-3, 64, thorough.max_calls)
+    assert fine.max_samples == 400 * thorough.max_samples and fine.max_law_calls == 400 * thorough.max_law_calls
+    assert mode_for_tv(0.02) is thorough and mode_for_tv(0.5, "quick").max_samples == get_mode("quick").max_samples
+    for bad in (0, 1.0, -1e-3, "x", None):
+        with pytest.raises(ValueError, match="target resolution"):
+            mode_for_tv(bad)
+    for bad in (0.5, -3, True):
+        with pytest.raises(ValueError, match="shard_rows"):
+            dataclasses.replace(thorough, shard_rows=bad)
+
+
+def test_repro_lines_replay_the_mode():
+    from specdec_check.checker._repro import repro_command
+
+    def line(mode, name="specdec_check.samplers:numpy_verify"):
+        options = dataclasses.replace(check_options(VERIFIER.checks, mode=mode), sampler_name=name,
+                                      scenarios_source=None)
+        return repro_command(VERIFIER, options, "many-rows")
+
+    assert "--mode thorough --tv 0.0003333333333333333 " in line(mode_for_tv(1 / 3000))  # every digit
+    assert "--tv" not in line("thorough") and "--tv" not in line(mode_for_tv(0.02))
+    by_hand = line(SPLIT_QUICK)  # shard_rows changes the draws: no command line replays it
+    assert by_hand.startswith("check_verifier(") and "shard_rows=512" in by_hand

@@ -238,7 +238,8 @@ def report_lines(quick=False, repeats=1, include_dask=True) -> tuple:
               f"shards, so C = {EXTRAPOLATED_CORES} workers stay busy on one scenario. Cores like this machine's; "
               f"rows of {SPLIT_SCENARIO}'s cost (4096-row calls, V = 33, gamma 2). The smaller run above (one "
               f"scenario at TV {split_tv:g}: 2-core efficiency e2 = {efficiency:.2f}) pays the screen and the "
-              "randomness checks on fewer rows; they are a fixed cost per scenario, so large runs scale better."]
+              "randomness checks on fewer rows (a fixed cost per scenario); the driver is a third process on the "
+              "two cores, and this machine is shared, so e = r2 / (2 r1) is a floor for idle cores."]
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines += ["", f"Load average at the end: {load} (1 / 5 / 15 min). Two workers can only beat one where a "
               "second core is idle: with other jobs holding the cores, the speedup measures their spare capacity, "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import os
 import pickle
 import sys
@@ -30,7 +31,7 @@ import numpy as np
 from ._blas import one_blas_thread
 from ._parts import part_seed
 
-__all__ = ["POOL_RESTARTS", "LocalProcesses", "ScenarioShard", "ShardResult", "ShardsLost", "available_cores",
+__all__ = ["POOL_RESTARTS", "LocalProcesses", "RemoteExit", "ScenarioShard", "ShardResult", "ShardsLost", "available_cores",
            "check_executor", "device_of_template", "resolves_to", "run_shard", "run_sharded", "worker_index"]
 
 #: How many times a pool the run owns is rebuilt after a worker process died: the lost shards rerun from
@@ -47,6 +48,29 @@ _LOST_WORKER_ERRORS = ("KilledWorker",)
 
 class ShardsLost(RuntimeError):
     """Shards of a run were lost with the workers running them: the run cannot finish (no shard is dropped)."""
+
+
+class RemoteExit(BaseException):
+    """A BaseException a worker's sampler raised that cannot travel back as it is (a class defined inside a
+    function does not pickle): its type and message, still a BaseException, so the run ends as a crash."""
+
+
+def _sendable(work):
+    """``work`` for a worker: what it raises comes back to the driver, as it is where it pickles, else as
+    :class:`RemoteExit` (a BaseException) or a RuntimeError (an Exception) naming its type and message, not as
+    the executor's own pickling error."""
+    @functools.wraps(work)
+    def sendable(*args):
+        try:
+            return work(*args)
+        except BaseException as exc:
+            try:
+                pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - any pickling failure: send what it was instead
+                what = f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
+                raise (RuntimeError(what) if isinstance(exc, Exception) else RemoteExit(what)) from None
+            raise
+    return sendable
 
 
 @dataclass(frozen=True)
@@ -221,6 +245,7 @@ def _where() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+@_sendable
 def run_shard(shard: ScenarioShard) -> ShardResult:
     """Run one scenario (on whatever worker calls this) and return what it produced."""
     sampler = _sampler_of(shard)
@@ -239,6 +264,7 @@ def _result_of(shard, state) -> ShardResult:
                        state.rng.bit_generator.state, _where(), shard.part, state.evidence)
 
 
+@_sendable
 def diagnose_shard(shard: ScenarioShard, result: ShardResult) -> tuple:
     """The kind's diagnosis of ``shard``'s failure, on a worker: the scenario's state is rebuilt from
     ``result`` (findings, records, calls, and its stream where the run left it). Returns ``(ran, findings)``."""

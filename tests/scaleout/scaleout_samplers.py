@@ -61,3 +61,11 @@ def exits_on_many_rows(*, draft_token_ids, draft_probs, target_probs, generator)
         sys.exit("a bug that only V = 33 reaches")
     return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target_probs,
                         generator=generator)
+
+
+def raises_a_local_base_exception(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Raises a BaseException of a class defined in the call (it cannot be pickled back from a worker)."""
+    class Abort(BaseException):
+        pass
+
+    raise Abort("abandoned mid-run")

@@ -69,3 +69,14 @@ def test_the_command_line_reports_lost_shards_as_a_failed_run(cli, tmp_path):
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert data["verdict"] == "failed" and "were lost" in data["findings"][-1]["message"]
 
+
+
+def test_an_unpicklable_base_exception_on_a_worker_comes_back_as_a_remote_exit():
+    # Without the wrapper the executor's own pickling error (an AttributeError) reached the command line as
+    # an internal error (exit 3, no report); now it is a BaseException naming what the sampler raised.
+    from scaleout_samplers import raises_a_local_base_exception
+
+    from specdec_check.checker._shards import RemoteExit
+
+    with pytest.raises(RemoteExit, match=r"raises_a_local_base_exception.<locals>.Abort: abandoned mid-run"):
+        check_verifier(raises_a_local_base_exception, scenarios=verifier_scenarios()[:1], mode="quick", executor=2)

@@ -13,9 +13,9 @@ from .. import stats
 from .._report_rules import PASSING_VERDICTS, verdict_of
 from ._blas import one_blas_thread
 from ._callables import check_sampler, qualified_name
+from ._parts import part_seed
 from ._report import CheckReport
 from ._repro import repro_command
-from ._parts import part_seed
 from ._scenario_run import ScenarioRun
 from ._shards import resolves_to as _resolves_to
 from ._shards import run_sharded

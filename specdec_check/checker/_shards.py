@@ -63,13 +63,16 @@ def _sendable(work):
     def sendable(*args):
         try:
             return work(*args)
-        except BaseException as exc:
-            try:
-                pickle.dumps(exc)
-            except Exception:  # noqa: BLE001 - any pickling failure: send what it was instead
-                what = f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"
-                raise (RuntimeError(what) if isinstance(exc, Exception) else RemoteExit(what)) from None
-            raise
+        except BaseException as exc:  # noqa: BLE001 - sorted below, outside this block
+            failed = exc
+        try:
+            pickle.dumps(failed)  # with its chain where tblib's pickling support is installed (distributed does)
+        except Exception:  # noqa: BLE001 - any pickling failure: send what it was instead
+            what = f"{type(failed).__module__}.{type(failed).__qualname__}: {failed}"
+        else:
+            raise failed
+        # Raised here, outside the handlers: no __context__ chain back to the exception that does not pickle.
+        raise RuntimeError(what) if isinstance(failed, Exception) else RemoteExit(what)
     return sendable
 
 

@@ -1,7 +1,9 @@
-"""Guard for refactors: the same seed gives the same report JSON (timings aside).
+"""Guard for refactors: the same seed gives the same report JSON (timings aside), for every kind.
 
-Runs ``check_verifier`` / ``check_generator`` on the bundled references and on every
-catalogued sampler in the given modes, and saves or compares the reports::
+Runs every sampler kind's bundled references (chain verifier under both rules, decode loop, the
+three tree schemes, the ragged convention; the torch references of the chain, tree and ragged
+kinds in quick mode) and every entry of every catalogue (chain, rule, tree, ragged: each under
+its own rule and scheme) in the given modes, and saves or compares the reports::
 
     python benchmarks/report_equality.py save /tmp/before --modes quick default
     python benchmarks/report_equality.py compare /tmp/before --modes quick default
@@ -9,6 +11,12 @@ catalogued sampler in the given modes, and saves or compares the reports::
 Timings (``elapsed_s``) are dropped, and traceback evidence keeps only the exception line
 (line numbers inside the checker move with any refactor). ``compare`` exits 1 on any
 difference and prints the first differing path of each report.
+
+``--intended NAME`` declares a change a commit makes on purpose; the reports are then compared
+after removing exactly that change from both, and every report it explains is listed as such:
+
+- ``zero-coin-probe`` (issue 25): the zero-coin probe runs in every verifier kind, so chain and
+  ragged reports gain the ``zero_coins`` check, its record per scenario and its one call.
 """
 
 from __future__ import annotations
@@ -34,24 +42,71 @@ def _normalise(value):
     return value
 
 
-def _entries():
+def _entries(mode):
+    """``(name, kind, sampler, keywords)`` of every report the guard compares in ``mode``."""
     from specdec_check import samplers
-    from specdec_check.bugs import catalogue
+    from specdec_check.bugs import catalogue, ragged_catalogue, tree_catalogue
 
-    yield "reference-verifier", "verifier", samplers.numpy_verify
-    yield "reference-generator", "generator", samplers.numpy_generate
+    yield "reference-verifier", "verifier", samplers.numpy_verify, {}
+    yield "reference-verifier-any", "verifier", samplers.numpy_verify, {"rule": "any"}
+    yield "reference-generator", "generator", samplers.numpy_generate, {}
+    for drafting in ("iid", "without_replacement", "topk"):
+        yield (f"reference-tree-{drafting}", "tree_verifier", getattr(samplers, f"numpy_verify_tree_{drafting}"),
+               {"drafting": drafting})
+    yield "reference-tree-topk-any", "tree_verifier", samplers.numpy_verify_tree_topk, {"drafting": "topk",
+                                                                                          "rule": "any"}
+    yield "reference-ragged", "ragged_verifier", samplers.numpy_ragged_verify, {}
+    if mode == "quick":  # the torch path (CPU, float64 and float32) of the kinds that have one
+        torch = {"backend": "torch"}
+        yield "torch-reference-verifier", "verifier", "specdec_check.samplers:torch_verify", torch
+        yield ("torch-reference-verifier-float32", "verifier", "specdec_check.samplers:torch_verify",
+               {**torch, "dtype": "float32"})
+        yield ("torch-reference-tree-topk", "tree_verifier", "specdec_check.samplers:torch_verify_tree_topk",
+               {**torch, "drafting": "topk"})
+        yield ("torch-reference-ragged", "ragged_verifier", "specdec_check.samplers:torch_ragged_verify", torch)
     for e in catalogue():
-        yield e.name, e.kind, e.sampler
+        yield e.name, e.kind, e.sampler, ({"rule": e.rule} if e.kind == "verifier" else {})
+    for e in tree_catalogue():
+        yield f"tree-{e.name}", "tree_verifier", e.sampler, {"drafting": e.drafting, "rule": e.check_rule}
+    for e in ragged_catalogue():
+        yield f"ragged-{e.name}", "ragged_verifier", e.sampler, {}
 
 
-def _report(kind, sampler, mode, seed):
-    from specdec_check.checker import check_generator, check_verifier
+def _report(kind, sampler, mode, seed, keywords):
+    import pkgutil
 
-    check = check_verifier if kind == "verifier" else check_generator
+    from specdec_check import checker
+
+    check = getattr(checker, f"check_{kind}")
+    if isinstance(sampler, str):
+        sampler = pkgutil.resolve_name(sampler)
     try:
-        return _normalise(check(sampler, mode=mode, seed=seed).to_dict())
+        return _normalise(check(sampler, mode=mode, seed=seed, **keywords).to_dict())
     except Exception as exc:  # noqa: BLE001 - a raising sampler is part of the record
         return {"raised": f"{type(exc).__name__}: {exc}"}
+
+
+def _zero_coin_probe(before, after):
+    """Both reports without the zero-coin probe: its check name, its records, and (where only ``after`` ran
+    it) its one call per scenario."""
+    def strip(report):
+        report = json.loads(json.dumps(report))
+        if "checks" in report:
+            report["checks"] = [c for c in report["checks"] if c != "zero_coins"]
+        ran = {r["scenario"] for r in report.get("results", ()) if r["check"] == "zero_coins"
+               and r["method"] != "skipped"}
+        report["results"] = [r for r in report.get("results", ()) if r["check"] != "zero_coins"]
+        return report, ran
+
+    before, ran_before = strip(before)
+    after, ran_after = strip(after)
+    for scenario in after.get("scenarios", ()):
+        if scenario["name"] in ran_after - ran_before:
+            scenario["calls"] -= 1
+    return before, after
+
+
+INTENDED = {"zero-coin-probe": _zero_coin_probe}
 
 
 def _first_difference(a, b, path="$"):
@@ -83,26 +138,37 @@ def main(argv=None) -> int:
     parser.add_argument("--modes", nargs="+", default=["quick", "default"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", default=None, help="entry names to run (default: all)")
+    parser.add_argument("--intended", nargs="*", default=[], choices=tuple(INTENDED),
+                        help="changes made on purpose, removed from both reports before comparing")
     args = parser.parse_args(argv)
     args.folder.mkdir(parents=True, exist_ok=True)
     differences = 0
     compared = 0
     for mode in args.modes:
-        for name, kind, sampler in _entries():
+        for name, kind, sampler, keywords in _entries(mode):
             if args.only and name not in args.only:
                 continue
-            data = _report(kind, sampler, mode, args.seed)
+            data = _report(kind, sampler, mode, args.seed, keywords)
             path = args.folder / f"{mode}-{name}.json"
             if args.action == "save":
                 path.write_text(json.dumps(data, indent=1, sort_keys=True))
                 print(f"saved {path.name}", flush=True)
                 continue
-            before = json.loads(path.read_text())
+            before, after = json.loads(path.read_text()), json.loads(json.dumps(data))
             compared += 1
-            diff = _first_difference(before, json.loads(json.dumps(data)))
+            diff = _first_difference(before, after)
+            explained = []
+            for change in args.intended:
+                if diff:
+                    before, after = INTENDED[change](before, after)
+                    if _first_difference(before, after) != diff:
+                        explained.append(change)
+                    diff = _first_difference(before, after)
             if diff:
                 differences += 1
                 print(f"DIFFERENT {mode} {name}: {diff}", flush=True)
+            elif explained:
+                print(f"intended  {mode} {name}: same after {', '.join(explained)}", flush=True)
             else:
                 print(f"same      {mode} {name}", flush=True)
     if args.action == "compare":

@@ -42,9 +42,9 @@ from _common import fmt_int, fmt_s, machine_lines, table  # noqa: E402
 from specdec_check import check_verifier, mode_for_tv, stats  # noqa: E402
 from specdec_check._settings import get_mode  # noqa: E402
 from specdec_check.checker import VERIFIER, check_options  # noqa: E402
-from specdec_check.checker._scenario_run import ScenarioRun  # noqa: E402
-from specdec_check.checker._shards import available_cores  # noqa: E402
-from specdec_check.checker._verifier import law_plan  # noqa: E402
+from specdec_check.checker.core.context import ScenarioRun  # noqa: E402
+from specdec_check.checker.core.executors import available_cores  # noqa: E402
+from specdec_check.checker.chain.kind import law_plan  # noqa: E402
 from specdec_check.samplers import numpy_verify  # noqa: E402
 from specdec_check.scenarios import default_verifier_battery  # noqa: E402
 

@@ -39,7 +39,7 @@ _LAZY = {
     "MarkovModel": "models",
     "MixtureModel": "models",
     "mix": "models",
-    "CheckOptions": "checker",
+    "CheckOptions": "checker.core.options",
     "CheckReport": "checker",
     "Finding": "checker",
     "check_generator": "checker",

@@ -19,6 +19,8 @@ __all__ = [
     "DEFAULT_BACKEND",
     "DEFAULT_MODE",
     "DEFAULT_SEED",
+    "DEFAULT_TIMEOUT_S",
+    "DRAFTING_SCHEMES",
     "KINDS",
     "MODES",
     "RULES",
@@ -105,12 +107,19 @@ DEFAULT_SEED = 0
 #: deviation from the rule is a finding) or "any" (only exactness: block verification and every
 #: other lossless rule pass; the rule-agnostic completion tests decide).
 RULES = ("standard", "any")
-DEFAULT_RULE = "standard"
+DEFAULT_RULE = RULES[0]
+
+#: How a tree verifier's drafter chooses a node's children: independently (SpecInfer, Medusa-style
+#: sampling), without replacement (EAGLE-1; recursive rejection sampling) or the deterministic top-k
+#: (EAGLE-2/3, SGLang). Each scheme's reference rule carries the scheme's name
+#: (:data:`specdec_check.exact.RULES`); the last is the default of the command line.
+DRAFTING_SCHEMES = ("iid", "without_replacement", "topk")
 
 
 @dataclass(frozen=True)
 class KindNames:
-    """How one sampler kind is named on each surface: API word, CLI subcommand, plugin setting."""
+    """How one sampler kind is named on each surface: API word, CLI subcommand, plugin setting, and the
+    rules it can be judged under (a prefix of :data:`RULES`)."""
 
     kind: str
     command: str
@@ -118,25 +127,33 @@ class KindNames:
     env: str
     ini: str
     defaults: tuple  # ((backend, MODULE:CALLABLE), ...): the bundled reference per backend
+    rules: tuple = RULES[:1]
+    role: str = ""  # what the sampler is, in words ("decode loop")
 
 
 KINDS = {
     "verifier": KindNames("verifier", "verify", "--specdec-verifier", "SPECDEC_VERIFIER", "specdec_verifier",
                           (("numpy", "specdec_check.samplers:numpy_verify"),
-                           ("torch", "specdec_check.samplers:torch_verify"))),
+                           ("torch", "specdec_check.samplers:torch_verify")), RULES, "verifier"),
     "generator": KindNames("generator", "generate", "--specdec-generator", "SPECDEC_GENERATOR", "specdec_generator",
                            (("numpy", "specdec_check.samplers:numpy_generate"),
-                            ("torch", "specdec_check.samplers:torch_generate"))),
-    # The production calling convention (logits in, per-request sampling parameters, ragged batches).
+                            ("torch", "specdec_check.samplers:torch_generate")), RULES[:1], "decode loop"),
+    # The production calling convention (logits in, per-request sampling parameters, ragged batches); the
+    # rule-agnostic completion is not built for it yet.
     "ragged_verifier": KindNames("ragged_verifier", "ragged", "--specdec-ragged-verifier", "SPECDEC_RAGGED_VERIFIER",
                                  "specdec_ragged_verifier",
                                  (("numpy", "specdec_check.samplers:numpy_ragged_verify"),
-                                  ("torch", "specdec_check.samplers:torch_ragged_verify"))),
+                                  ("torch", "specdec_check.samplers:torch_ragged_verify")), RULES[:1],
+                                 "production (logits-in, ragged) verifier"),
     "tree_verifier": KindNames("tree_verifier", "tree", "--specdec-tree-verifier", "SPECDEC_TREE_VERIFIER",
                                "specdec_tree_verifier",
                                (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),
-                                ("torch", "specdec_check.samplers:torch_verify_tree_topk"))),
+                                ("torch", "specdec_check.samplers:torch_verify_tree_topk")), RULES, "tree verifier"),
 }
+
+#: Default limit on one sampler call on the command line, in seconds: far above any sane verifier step or
+#: decode call on the battery's sizes, short enough that a hung CI job says so within a minute.
+DEFAULT_TIMEOUT_S = 60.0
 
 
 def open_unit(value, what: str, *, hint: str = "") -> float:

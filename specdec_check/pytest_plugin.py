@@ -23,7 +23,8 @@ import os
 
 import pytest
 
-from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_RULE, KINDS, RULES, CallableNotFound, default_sampler
+from ._options import plugin_options
+from ._settings import BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, KINDS, RULES, CallableNotFound, default_sampler
 
 __all__: list = []  # hooks and fixtures only; the suite's API is in specdec_check.suite
 
@@ -31,16 +32,19 @@ _STATE_KEY = pytest.StashKey["SuiteSession"]()
 _MARKER = "specdec_statistical"  # the same string as specdec_check.suite._session.STATISTICAL_MARKER
 _LEDGER_OUTPUT = "specdec_ledger"  # a pytest-xdist worker's spending, in config.workeroutput
 
-# name -> (option, env var, ini key, default); sampler defaults depend on the backend.
+def _text_default(value):
+    """An option's default as an environment variable or ini file spells it (None: unset)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+# name -> (option, env var, ini key, default), from the option table; sampler defaults depend on the backend.
 _SETTINGS = {
     **{kind: (names.option, names.env, names.ini, None) for kind, names in KINDS.items()},
-    "backend": ("--specdec-backend", "SPECDEC_BACKEND", "specdec_backend", DEFAULT_BACKEND),
-    "device": ("--specdec-device", "SPECDEC_DEVICE", "specdec_device", None),
-    "dtype": ("--specdec-dtype", "SPECDEC_DTYPE", "specdec_dtype", None),
-    "alpha": ("--specdec-alpha", "SPECDEC_ALPHA", "specdec_alpha", str(DEFAULT_ALPHA)),
-    "strict": ("--specdec-strict", "SPECDEC_STRICT", "specdec_strict", "false"),
-    "rule": ("--specdec-rule", "SPECDEC_RULE", "specdec_rule", DEFAULT_RULE),
-    "degenerate": ("--specdec-degenerate", "SPECDEC_DEGENERATE", "specdec_degenerate", "false"),
+    **{o.name: (o.plugin, o.env, o.ini, _text_default(o.default)) for o in plugin_options()},
 }
 #: Spellings of a true/false setting in the environment and ini files.
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -56,23 +60,10 @@ def pytest_addoption(parser):
                         help=f"{'decode loop' if kind == 'generator' else kind.replace('_', ' ')} to check "
                              f"(env {env}, ini {ini}; "
                              f"default {default_sampler(kind)}).")
-    group.addoption("--specdec-backend", metavar="NAME", default=None, choices=BACKENDS,
-                    help=f"array backend the sampler uses: {' or '.join(BACKENDS)} (env SPECDEC_BACKEND; "
-                         f"default {DEFAULT_BACKEND}).")
-    group.addoption("--specdec-device", metavar="DEVICE", default=None,
-                    help="torch device for the sampler's inputs, e.g. cuda:0 (env SPECDEC_DEVICE).")
-    group.addoption("--specdec-dtype", metavar="DTYPE", default=None,
-                    help="dtype of the probabilities handed to the sampler, e.g. float32 (env SPECDEC_DTYPE).")
-    group.addoption("--specdec-alpha", metavar="ALPHA", default=None,
-                    help=f"false-alarm budget of the whole suite run (env SPECDEC_ALPHA; default {DEFAULT_ALPHA:g}).")
-    group.addoption("--specdec-rule", metavar="RULE", default=None, choices=RULES,
-                    help="judge a verifier against the standard rule (default) or any lossless rule "
-                         "(env SPECDEC_RULE): with 'any', the rule-agnostic completion property decides.")
-    group.addoption("--specdec-degenerate", action="store_const", const="true", default=None,
-                    help="also draw degenerate shapes (gamma = 0, V = 1), outside the contract's main domain "
-                         "(env SPECDEC_DEGENERATE).")
-    group.addoption("--specdec-strict", action="store_const", const="true", default=None,
-                    help="count robustness warnings (NaN input rows, degenerate shapes) as failures (env SPECDEC_STRICT).")
+    for option in plugin_options():
+        default = "" if option.default in (None, False) else f"; default {_text_default(option.default)}"
+        group.addoption(option.plugin, default=None, help=f"{option.help} (env {option.env}{default}).",
+                        **option.plugin_kwargs)
     for name, (_, env, ini, _) in _SETTINGS.items():
         parser.addini(ini, f"specdec-check {name} (overridden by env {env} and the command-line option)",
                       default=None)
@@ -109,7 +100,7 @@ def pytest_configure(config):
         raise pytest.UsageError(f"specdec-check: unknown backend {backend.value!r} (from {backend.source}); "
                                 f"use {' or '.join(BACKENDS)}.")
     selections = {"backend": backend}
-    for name in (*KINDS, "device", "dtype", "alpha", "strict", "rule", "degenerate"):
+    for name in (*KINDS, *(o.name for o in plugin_options() if o.name != "backend")):
         selections[name] = _resolve_setting(config, name, backend.value)
     if selections["rule"].value not in RULES:
         raise pytest.UsageError(f"specdec-check: rule {selections['rule'].value!r} (from {selections['rule'].source}) "

@@ -32,15 +32,13 @@ import time
 from ._partial import assemble_report, crash_finding, interrupt_finding, timeout_finding
 from .._command_line import command_line
 from .._report_rules import VERDICT_EXIT_STATUS
+from .._settings import DEFAULT_TIMEOUT_S
 from ._signals import SignalGuard, exit_status_for
 from ._streams import safe_write
 from ._supervisor import supervise
 
 __all__ = ["DEFAULT_TIMEOUT_S", "HEARTBEAT_ENV", "HEARTBEAT_S", "heartbeat_period", "repro_line", "supervise_check"]
 
-#: Default limit on one sampler call, in seconds: far above any sane verifier step or decode call
-#: on the battery's sizes, short enough that a hung CI job says so within a minute.
-DEFAULT_TIMEOUT_S = 60.0
 #: Seconds between heartbeat lines when stderr is not a terminal (the issue's bound: at least every 30 s).
 HEARTBEAT_S = 30.0
 #: Environment variable overriding :data:`HEARTBEAT_S` (seconds; 0 turns the heartbeat off).

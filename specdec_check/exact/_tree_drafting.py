@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._settings import DRAFTING_SCHEMES
 from .._tables import categorical
 
 __all__ = ["DRAFTING_SCHEMES", "check_drafting", "child_probability", "draft_child"]
 
-DRAFTING_SCHEMES = ("iid", "without_replacement", "topk")
 
 
 def check_drafting(drafting) -> str:

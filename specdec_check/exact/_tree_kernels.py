@@ -27,12 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._settings import DRAFTING_SCHEMES
 from ._law_rows import LawRows
 
 __all__ = ["RULES", "ThresholdRule", "TreeLaws", "acceptance_ratio", "slot_depths", "slot_parents", "tree_laws"]
 
 #: The reference rules, one per drafting scheme (the scheme's name is the rule's name).
-RULES = ("iid", "without_replacement", "topk")
+RULES = DRAFTING_SCHEMES
 
 #: SGLang caps ``threshold_acc`` below at this value before launching its kernel
 #: (``capped_threshold_acc = fmaxf(threshold_acc, 1e-9f)``, speculative_sampling.cuh).

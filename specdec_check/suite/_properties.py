@@ -50,7 +50,7 @@ def seeds() -> st.SearchStrategy[int]:
 # --------------------------------------------------------------------------- helpers
 
 def _name(sampler) -> str:
-    from specdec_check.checker._callables import qualified_name
+    from specdec_check.checker.core.callables import qualified_name
 
     return qualified_name(sampler)
 
@@ -89,7 +89,7 @@ def _fail(title: str, evidence: dict, repro: str, report=None):
 
 
 def _backend(options: dict):
-    from specdec_check.checker import make_backend
+    from specdec_check.checker.backends import make_backend
 
     return make_backend(options.get("backend") or "numpy", device=options.get("device"), dtype=options.get("dtype"))
 
@@ -111,7 +111,7 @@ def _python_repro(code: str) -> str:
 
 def _structural_repro(verify, inputs: VerifierInputs, seed: int, options: dict) -> str:
     return _python_repro(
-        "import numpy as np, pkgutil; from specdec_check.checker import make_backend; "
+        "import numpy as np, pkgutil; from specdec_check.checker.backends import make_backend; "
         f"b = make_backend({_lit(options.get('backend') or 'numpy')}, device={_lit(options.get('device'))}, "
         f"dtype={_lit(options.get('dtype'))}); v = pkgutil.resolve_name({_lit(_name(verify))}); "
         f"print(v(**b.verifier_inputs(np.array({inputs.draft_token_ids.tolist()!r}), "
@@ -168,10 +168,10 @@ def _statistical(check: str, fail_on=("failure",)):
 def verifier_contract(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
     """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched.
 
-    Judged by the checker's own contract oracle (:mod:`specdec_check.checker._contract`), at the
+    Judged by the checker's own contract oracle (:mod:`specdec_check.checker.chain.contract`), at the
     backend's per-dtype tolerance: the same rules and the same tolerance as ``check_verifier``.
     """
-    from specdec_check.checker._contract import check_output, dropped_final, impossible_events
+    from specdec_check.checker.chain.contract import check_output, dropped_final, impossible_events
 
     out, mutated = _call_verifier(verify, inputs, seed, options)
     repro = _structural_repro(verify, inputs, seed, options)

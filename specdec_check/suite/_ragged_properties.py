@@ -39,13 +39,13 @@ def _scenario_src(batch: RaggedBatch) -> str:
 
 def _repro(verify, batch: RaggedBatch, seed: int, options: dict, body: str) -> str:
     return ("python -c \"import numpy as np, pkgutil; from specdec_check.scenarios import RaggedScenario, "
-            "RaggedRequest; from specdec_check.checker import make_backend, check_ragged_verifier; "
-            "from specdec_check.checker._ragged_caller import ragged_inputs; "
+            "RaggedRequest; from specdec_check.checker.backends import make_backend, check_ragged_verifier; "
+            "from specdec_check.checker.ragged.caller import ragged_inputs; "
             f"v = pkgutil.resolve_name({_name(verify)!r}); s = {_scenario_src(batch)}; {body}\"")
 
 
 def _call(verify, batch: RaggedBatch, seed: int, options: dict):
-    from specdec_check.checker._ragged_caller import casts, ragged_inputs
+    from specdec_check.checker.ragged.caller import casts, ragged_inputs
 
     backend = _backend(options)
     logit_cast, law_rows, param_cast = casts(backend)
@@ -61,9 +61,9 @@ def _call(verify, batch: RaggedBatch, seed: int, options: dict):
 def ragged_contract(verify, *, batch: RaggedBatch, seed: int, alpha: float, options: dict) -> None:
     """Per request: at most ``n_i + 1`` tokens (drafts, then one token, then -1); greedy requests emit
     exactly greedy decoding's output; random requests emit no token of probability zero; inputs untouched."""
-    from specdec_check.checker._contract import ParsedStep, dropped_final, impossible_events
-    from specdec_check.checker._ragged_block import RaggedBlock
-    from specdec_check.checker._ragged_contract import check_ragged_output
+    from specdec_check.checker.chain.contract import ParsedStep, dropped_final, impossible_events
+    from specdec_check.checker.ragged.block import RaggedBlock
+    from specdec_check.checker.ragged.contract import check_ragged_output
 
     draw, out, mutated = _call(verify, batch, seed, options)
     s = batch.scenario

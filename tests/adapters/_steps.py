@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from specdec_check.checker._caller import CountingModel
-from specdec_check.checker.checks._target_calls import _recording, judge_steps
+from specdec_check.checker.generator.caller import CountingModel
+from specdec_check.checker.generator.target_calls import _recording, judge_steps
 
 
 def run_terms(generate, scenario, runs, seed):

@@ -6,7 +6,7 @@ import pytest
 
 from specdec_check.bugs import _decode_loops as buggy
 from specdec_check.checker import check_generator
-from specdec_check.checker.checks._target_calls import freedman_threshold
+from specdec_check.checker.generator.target_calls import freedman_threshold
 from specdec_check.models import last_token_probs
 from specdec_check.samplers import categorical, numpy_generate, numpy_verify
 from specdec_check.scenarios import default_generator_battery

@@ -12,8 +12,8 @@ import pytest
 
 from specdec_check import check_verifier, stats
 from specdec_check.bugs import CONTROLS, entry
-from specdec_check.checker._block import MAX_REUSE, REUSE_CELLS, VerifierBlock, reuse_count
-from specdec_check.checker._contract import check_output
+from specdec_check.checker.chain.block import MAX_REUSE, REUSE_CELLS, VerifierBlock, reuse_count
+from specdec_check.checker.chain.contract import check_output
 from specdec_check.exact import path_step_law
 from specdec_check.samplers import numpy_verify
 from specdec_check.models import mix

@@ -301,7 +301,7 @@ def test_check_name_lists_are_exposed():
                                     "accepted_count", "efficiency", "determinism", "independence", "batch_invariance",
                                     "completed"}
     # The completed-law check is rule="any"'s; the standard rule's checks are the rest.
-    from specdec_check.checker._verifier import DEFAULT_CHECKS
+    from specdec_check.checker.chain.kind import DEFAULT_CHECKS
     assert set(DEFAULT_CHECKS["standard"]) == set(VERIFIER_CHECKS) - {"completed"}
     assert "completed" in DEFAULT_CHECKS["any"] and "step_law" not in DEFAULT_CHECKS["any"]
     assert set(GENERATOR_CHECKS) == {"contract", "joint", "marginals", "pairs", "target_calls"}

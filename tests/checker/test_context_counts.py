@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 
 from specdec_check import check_verifier
-from specdec_check.checker.checks._laws import first_token_law
+from specdec_check.checker.chain.laws import first_token_law
 from specdec_check.samplers import numpy_verify
 from specdec_check.scenarios import default_verifier_battery
 

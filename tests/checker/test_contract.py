@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_check.checker._contract import check_output, parse_step
+from specdec_check.checker.chain.contract import check_output, parse_step
 
 _RULES = {
     "range": "outside [0,",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from specdec_check import stats
-from specdec_check.checker._tally import BIN_SAMPLE, CountTally, PitTally, law_evidence
+from specdec_check.checker.core.tally import BIN_SAMPLE, CountTally, PitTally, law_evidence
 
 
 def test_worst_cells_are_pearson_residuals_largest_first():

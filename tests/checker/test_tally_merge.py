@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from specdec_check import stats
-from specdec_check.checker._tally import CountTally, PitTally, ShardCounts, merge_evidence, shipped
-from specdec_check.checker.checks._laws import ContextTokenName, emitted_namer, outcome_namer
+from specdec_check.checker.core.tally import CountTally, PitTally, ShardCounts, merge_evidence, shipped
+from specdec_check.checker.chain.laws import ContextTokenName, emitted_namer, outcome_namer
 
 LAW = np.array([0.4, 0.3, 0.2, 0.1])
 

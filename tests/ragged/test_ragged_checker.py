@@ -157,8 +157,8 @@ def test_declared_processing_changes_the_law_and_the_keywords():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_draws_keep_clear_margins_in_the_samplers_dtype(dtype):
     torch = pytest.importorskip("torch")
-    from specdec_check.checker._ragged_caller import casts
-    from specdec_check.checker._torch_backend import TorchBackend
+    from specdec_check.checker.ragged.caller import casts
+    from specdec_check.checker.backends.torch_backend import TorchBackend
 
     logit_cast, law_rows, param_cast = casts(TorchBackend("cpu", dtype))
     for scenario in default_ragged_battery():

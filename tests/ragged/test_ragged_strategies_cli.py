@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_check._cli import main
-from specdec_check.checker._ragged_contract import check_ragged_output
+from specdec_check.checker.ragged.contract import check_ragged_output
 from specdec_check.samplers import numpy_ragged_verify
 from specdec_check.scenarios._ragged import HEAD_TOKENS
 from specdec_check.strategies import RaggedBatch, SampleParams, ragged_batches, sample_params

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from specdec_check.checker._ragged_block import RaggedBlock
-from specdec_check.checker._ragged_contract import check_ragged_output
+from specdec_check.checker.ragged.block import RaggedBlock
+from specdec_check.checker.ragged.contract import check_ragged_output
 from specdec_check.exact import process_logits
 from specdec_check.samplers import numpy_ragged_verify
 from specdec_check.samplers._ragged_numpy import _processed as numpy_processed

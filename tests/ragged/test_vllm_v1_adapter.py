@@ -70,8 +70,8 @@ def test_the_older_forward_with_bonus_tokens_outside():
 def test_calls_leave_the_global_rng_and_the_logits_alone():
     scenario = SMALL[0]
     draw = scenario.draw(np.random.default_rng(0))
-    from specdec_check.checker._ragged_caller import ragged_inputs
-    from specdec_check.checker._torch_backend import TorchBackend
+    from specdec_check.checker.ragged.caller import ragged_inputs
+    from specdec_check.checker.backends.torch_backend import TorchBackend
 
     backend = TorchBackend("cpu", "float32")
     kwargs = ragged_inputs(backend, draw)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specdec_check.checker._report import CheckReport, Finding, ScenarioSummary, TestRecord
+from specdec_check.checker.core.report import CheckReport, Finding, ScenarioSummary, TestRecord
 
 EVIL = "<script>alert('x')</script> & \"quoted\" | `tick`"
 

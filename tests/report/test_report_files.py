@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specdec_check.checker._report import REPORT_VERSION
+from specdec_check.checker.core.report import REPORT_VERSION
 from specdec_check.report import (
     FORMATS,
     load_report,

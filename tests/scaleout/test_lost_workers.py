@@ -12,7 +12,7 @@ from scaleout_helpers import without_timings
 from scaleout_samplers import MARKER_ENV, always_dies, dies_once, verifier_scenarios
 
 from specdec_check import check_verifier
-from specdec_check.checker._shards import POOL_RESTARTS, ShardsLost
+from specdec_check.checker.core.executors import POOL_RESTARTS, ShardsLost
 
 
 def _json(report) -> str:
@@ -81,7 +81,7 @@ def test_an_unpicklable_base_exception_on_a_worker_comes_back_as_a_remote_exit(c
         pytest.importorskip("tblib.pickling_support").install()
     from scaleout_samplers import raises_a_local_base_exception
 
-    from specdec_check.checker._shards import RemoteExit
+    from specdec_check.checker.core.executors import RemoteExit
 
     with pytest.raises(RemoteExit, match=r"raises_a_local_base_exception.<locals>.Abort: abandoned mid-run"):
         check_verifier(raises_a_local_base_exception, scenarios=verifier_scenarios()[:1], mode="quick", executor=2)

@@ -10,9 +10,11 @@ import pytest
 from scaleout_samplers import verifier_scenarios
 
 from specdec_check import check_verifier
-from specdec_check.checker import check_options
-from specdec_check.checker._shards import LocalProcesses, ShardRunner, _shipped_sampler, check_executor, \
-    device_of_template, worker_index
+from specdec_check.checker.chain.kind import VERIFIER
+from specdec_check.checker.core.options import check_options
+from specdec_check.checker.core.executors import LocalProcesses, ShardRunner, check_executor, device_of_template, \
+    worker_index
+from specdec_check.checker.core.shards import _shipped_sampler
 from specdec_check.samplers import numpy_verify
 
 
@@ -44,7 +46,7 @@ def test_a_closure_gets_a_clear_error_on_workers_and_runs_in_process():
 ])
 def test_bad_executors_are_refused_once_with_what_is_allowed(executor, error, message):
     with pytest.raises(error, match=message):
-        check_options(("contract",), executor=executor)
+        check_options(VERIFIER, checks=("contract",), executor=executor)
 
 
 def test_executor_specs():
@@ -53,7 +55,7 @@ def test_executor_specs():
     assert check_executor(3) == LocalProcesses(3) and LocalProcesses(3).size() == 3
     with ShardRunner(LocalProcesses(1)) as runner:  # an executor object passes through as it is
         assert check_executor(runner.executor) is runner.executor
-        assert check_options(("contract",), executor=runner.executor).executor is runner.executor
+        assert check_options(VERIFIER, checks=("contract",), executor=runner.executor).executor is runner.executor
 
 
 def test_device_templates():
@@ -61,7 +63,7 @@ def test_device_templates():
     assert device_of_template("cuda:1") == ("cuda:1", None) and device_of_template(None) == (None, None)
     with pytest.raises(ValueError, match=r"may hold only \{worker\}"):
         device_of_template("cuda:{gpu}")
-    options = check_options(("contract",), backend="torch", device="cpu", dtype="float64")
+    options = check_options(VERIFIER, checks=("contract",), backend="torch", device="cpu", dtype="float64")
     assert options.device_template is None
 
 
@@ -83,14 +85,16 @@ def test_a_device_template_is_filled_with_the_workers_slot(monkeypatch):
     pytest.importorskip("torch")
     import numpy as np
 
-    from specdec_check.checker import _shards
+    from specdec_check.checker.core import executors as _executors
+    from specdec_check.checker.core import shards as _shards
+    from specdec_check.checker.core.context import ScenarioPlan
 
-    options = check_options(("contract",), backend="torch", device="cpu:{worker}", dtype="float64")
+    options = check_options(VERIFIER, checks=("contract",), backend="torch", device="cpu:{worker}", dtype="float64")
     assert options.backend.device == "cpu:0" and options.device_template == "cpu:{worker}"
-    shard = _shards.ScenarioShard(0, "s", None, None, numpy_verify, None, verifier_scenarios()[0], (), options, 1e-6,
-                                  1, np.random.SeedSequence(0), "")
-    monkeypatch.setattr(_shards, "_SLOT", 1)
-    assert _shards._state(shard).backend.device == "cpu:1"
+    plan = ScenarioPlan(verifier_scenarios()[0], (), options, 1e-6, 1, np.random.SeedSequence(0), "")
+    shard = _shards.ScenarioShard(0, VERIFIER, numpy_verify, None, plan)
+    monkeypatch.setattr(_executors, "_SLOT", 1)
+    assert _shards._context(shard).backend.device == "cpu:1"
 
 
 def test_torch_runs_with_a_device_template_give_the_same_report_on_workers():

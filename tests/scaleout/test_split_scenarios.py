@@ -16,11 +16,13 @@ from scaleout_samplers import tilted_verify, verifier_scenarios
 
 from specdec_check import check_verifier, mode_for_tv, stats
 from specdec_check._settings import MODES, SHARD_ROWS, get_mode
-from specdec_check.checker import VERIFIER, check_options
-from specdec_check.checker._scenario_run import ScenarioRun
-from specdec_check.checker._parts import part_seed
-from specdec_check.checker._shards import ScenarioShard, ShardRunner
-from specdec_check.checker._verifier import DEFAULT_CHECKS
+from specdec_check.checker.chain.kind import VERIFIER
+from specdec_check.checker.core.context import ScenarioPlan
+from specdec_check.checker.core.options import check_options
+from specdec_check.checker.core.parts import part_seed
+from specdec_check.checker.core.session import _plans
+from specdec_check.checker.core.executors import ShardRunner
+from specdec_check.checker.core.shards import ScenarioShard, run_shard
 from specdec_check.samplers import numpy_verify
 
 #: Rows per shard in these tests: quick mode's law loops (about 2,000 rows) become several shards each.
@@ -32,12 +34,12 @@ def _json(report) -> str:
     return json.dumps(without_timings(report.to_dict()), sort_keys=True)
 
 
-def _parts(mode, rule="standard", scenarios=None):
-    options = check_options(VERIFIER.allowed_checks(rule), mode=mode, checks=DEFAULT_CHECKS[rule], rule=rule)
-    battery, _ = VERIFIER.prepare(scenarios, options.checks)
-    plans = [VERIFIER.plan(s, options) for s in battery]
-    ledger = stats.AlphaLedger(options.alpha, planned=sum(len(p) for p in plans))
-    return {s.name: VERIFIER.parts_of(ScenarioRun(s, p, options, ledger, None, "")) for s, p in zip(battery, plans)}
+def _parts(mode, rule="standard", scenarios=None, kind=VERIFIER):
+    """Each scenario's number of shards, as the session plans them."""
+    options = check_options(kind, mode=mode, rule=rule)
+    battery, _ = kind.prepare(scenarios, options.checks)
+    ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(kind.plan(s, options)) for s in battery)))
+    return {plan.scenario.name: plan.parts for plan in _plans(kind, battery, options, ledger)}
 
 
 @pytest.mark.parametrize("rule", ["standard", "any"])
@@ -124,16 +126,15 @@ class _Held(cf.Executor):
 
 
 def test_dropped_shards_are_cancelled_and_skipped():
-    from specdec_check.checker._verifier import _run_scenario
-
     executor = _Held(ready={0, 3})
-    options = check_options(VERIFIER.checks, mode="quick")
+    options = check_options(VERIFIER, mode="quick")
     scenario = verifier_scenarios()[0]
-    shards = [ScenarioShard(i, scenario.name, _run_scenario, None, numpy_verify, None, scenario, (), options,
-                            1e-6, 1, np.random.SeedSequence(i), "", 0, 1) for i in range(4)]
+    shards = [ScenarioShard(i, VERIFIER, numpy_verify, None,
+                            ScenarioPlan(scenario, (), options, 1e-6, 1, np.random.SeedSequence(i), ""))
+              for i in range(4)]
     dropped = set()
     with ShardRunner(executor) as runner:
-        results = runner.results(shards, dropped=dropped)
+        results = runner.results(run_shard, shards, dropped=dropped)
         assert next(results).index == 0
         dropped.update({1, 2})  # the consumer concluded: shards 1 and 2 are not needed, and never waited for
         assert next(results).index == 3
@@ -143,16 +144,12 @@ def test_dropped_shards_are_cancelled_and_skipped():
 def test_split_tree_reports_are_equal_in_process_and_on_processes():
     from specdec_check import check_tree_verifier
     from specdec_check._settings import default_sampler, resolve_callable
-    from specdec_check.checker._tree import tree_law_plan, tree_verifier_kind
+    from specdec_check.checker.tree.kind import tree_verifier_kind
     from specdec_check.scenarios import default_tree_battery
 
     reference = resolve_callable(default_sampler("tree_verifier"))
     scenarios = default_tree_battery("topk")[:2]
-    kind = tree_verifier_kind("topk")
-    options = check_options(kind.checks, mode=SPLIT_QUICK)
-    ledger = stats.AlphaLedger(options.alpha, planned=100)
-    parts = [tree_law_plan("topk", ScenarioRun(s, kind.plan(s, options), options, ledger, None, ""))[1]
-             for s in scenarios]
+    parts = list(_parts(SPLIT_QUICK, scenarios=scenarios, kind=tree_verifier_kind("topk")).values())
     assert max(parts) > 2, parts
     here = check_tree_verifier(reference, drafting="topk", scenarios=scenarios, mode=SPLIT_QUICK)
     there = check_tree_verifier(reference, drafting="topk", scenarios=scenarios, mode=SPLIT_QUICK, executor=2)
@@ -193,10 +190,10 @@ def test_mode_for_tv_scales_the_law_caps_and_validates():
 
 
 def test_repro_lines_replay_the_mode():
-    from specdec_check.checker._repro import repro_command
+    from specdec_check.checker.core.repro import repro_command
 
     def line(mode, name="specdec_check.samplers:numpy_verify"):
-        options = dataclasses.replace(check_options(VERIFIER.checks, mode=mode), sampler_name=name,
+        options = dataclasses.replace(check_options(VERIFIER, mode=mode), sampler_name=name,
                                       scenarios_source=None)
         return repro_command(VERIFIER, options, "many-rows")
 

@@ -8,8 +8,8 @@ torch = pytest.importorskip("torch")
 from _torch_helpers import cuda_test  # noqa: E402
 
 from specdec_check import exact  # noqa: E402
-from specdec_check.checker._torch_backend import TOLERANCES, TorchBackend, encode_on_device  # noqa: E402
-from specdec_check.checker._xp import bincount  # noqa: E402
+from specdec_check.checker.backends.torch_backend import TOLERANCES, TorchBackend, encode_on_device  # noqa: E402
+from specdec_check.checker.backends.xp import bincount  # noqa: E402
 from specdec_check.models import HashedMarkovModel, MarkovModel  # noqa: E402
 from specdec_check.models import TorchModel  # noqa: E402
 from specdec_check.samplers import torch_generate, torch_verify  # noqa: E402
@@ -115,7 +115,7 @@ def test_count_and_encode_on_device():
 def _checker():
     try:
         from specdec_check.checker import check_verifier
-        from specdec_check.checker._generator import check_generator
+        from specdec_check.checker.generator.kind import check_generator
     except ImportError:  # pragma: no cover - checker not merged yet
         pytest.skip("the checker is not available yet")
     return check_verifier, check_generator
@@ -163,7 +163,7 @@ def test_cuda_backend_end_to_end(dtype):
 
 
 def test_a_cpu_run_uses_one_thread_and_restores_the_callers_setting(monkeypatch):
-    from specdec_check.checker._torch_backend import THREADS_ENV
+    from specdec_check.checker.backends.torch_backend import THREADS_ENV
 
     before = torch.get_num_threads()
     backend = TorchBackend("cpu")

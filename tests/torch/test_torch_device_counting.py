@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 
 from specdec_check import check_verifier  # noqa: E402
 from specdec_check.bugs import entry  # noqa: E402
-from specdec_check.checker._block import VerifierBlock  # noqa: E402
-from specdec_check.checker._contract import any_impossible, check_output  # noqa: E402
-from specdec_check.checker._torch_backend import TorchBackend, parse_on_device  # noqa: E402
+from specdec_check.checker.chain.block import VerifierBlock  # noqa: E402
+from specdec_check.checker.chain.contract import any_impossible, check_output  # noqa: E402
+from specdec_check.checker.backends.torch_backend import TorchBackend, parse_on_device  # noqa: E402
 from specdec_check.samplers import numpy_verify, torch_verify  # noqa: E402
 from specdec_check.scenarios import VerifierScreen, default_verifier_battery  # noqa: E402
 

@@ -11,7 +11,7 @@ import pytest
 
 from specdec_check import exact, samplers
 from specdec_check.checker import TREE_CHECKS, check_tree_verifier
-from specdec_check.checker._tree_block import TreeBlock, check_tree_output, token_classes
+from specdec_check.checker.tree.block import TreeBlock, check_tree_output, token_classes
 from specdec_check.exact._tree_kernels import slot_parents, tree_laws
 from specdec_check.scenarios import TreeScenario, default_tree_battery, markov_pair, star_tree
 

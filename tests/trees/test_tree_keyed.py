@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from specdec_check import exact, stats
-from specdec_check.checker._tree_block import TreeBlock, collision_probs
+from specdec_check.checker.tree.block import TreeBlock, collision_probs
 from specdec_check.exact._law_rows import LawRows
 from specdec_check.exact._tree_drafting import draft_child
 from specdec_check.exact._tree_keyed import StateTable, tree_laws_keyed

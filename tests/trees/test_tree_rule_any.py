@@ -10,7 +10,7 @@ import pytest
 
 from specdec_check import bugs, samplers
 from specdec_check.checker import check_tree_verifier
-from specdec_check.checker._tree import STANDARD_ONLY_CHECKS, TREE_DEFAULT_CHECKS
+from specdec_check.checker.tree.kind import STANDARD_ONLY_CHECKS, TREE_DEFAULT_CHECKS
 from specdec_check.scenarios import TreeScenario, default_tree_battery, star_tree
 
 REFERENCES = {"iid": samplers.numpy_verify_tree_iid,

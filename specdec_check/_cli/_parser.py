@@ -1,0 +1,113 @@
+"""The command line's parser: every check subcommand's flags come from the option table
+(:mod:`specdec_check._options`); the other subcommands (mutants, demo, report) declare their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._options import cli_options, positive_int, seed_value
+from .._settings import DEFAULT_MODE, DEFAULT_SEED, KINDS, MODES, default_sampler
+from ._errors import PROG, Parser
+
+__all__ = ["CHECK_EPILOG", "KIND_OF", "build_parser"]
+
+#: subcommand -> sampler kind.
+KIND_OF = {names.command: kind for kind, names in KINDS.items()}
+#: Exit status epilog of every check subcommand (one table: :data:`specdec_check._report_rules.VERDICT_EXIT_STATUS`).
+CHECK_EPILOG = ("Exit status: 0 passed (or lossless but inefficient), 1 failed (also a sampler that ends its process "
+                "or runs past --timeout, or an interrupted run's partial report), 4 inconclusive (the law tests could "
+                "not reach the mode's design TV), 2 usage error, 3 internal error, 130 / 143 interrupted by SIGINT / "
+                "SIGTERM (partial report).")
+
+#: The check subcommands: (command, help, description).
+CHECK_COMMANDS = (
+    ("verify", "check a chain verifier (one step's accept/reject kernel)",
+     "Check that a verifier reproduces the target law exactly; print a verdict table and write "
+     "report.json/.md/.html."),
+    ("generate", "check a decode loop",
+     "Check that a speculative decode loop samples the target's joint law exactly; print a verdict table and "
+     "write the report."),
+    ("tree", "check a tree verifier (multi-draft accept/reject kernel)",
+     "Check that a tree verifier reproduces the target law exactly on trees drafted with the given scheme; print a "
+     "verdict table and write the report."),
+    ("ragged", "check a production verifier (logits in, ragged requests with their own sampling parameters)",
+     "Check a verifier in the production calling convention (vLLM v1 RejectionSampler style: ragged requests, "
+     "logits, temperature, top-k, top-p, greedy rows); print a verdict table and write the report."),
+)
+
+
+def add_check_options(sub, command: str) -> None:
+    """The positional sampler and every option the table shows for ``command``'s kind."""
+    kind = KIND_OF[command]
+    names = KINDS[kind]
+    sub.add_argument("callable", nargs="?", metavar="MODULE:CALLABLE",
+                     help=f"the {names.role} to check (default: {default_sampler(kind, 'numpy')}; with --backend "
+                          f"torch: {default_sampler(kind, 'torch')})")
+    groups = {}
+    for option in cli_options(kind):
+        kwargs = dict(option.cli)
+        short = kwargs.pop("short", None)
+        target = sub
+        if option.group is not None:
+            if option.group not in groups:
+                groups[option.group] = sub.add_mutually_exclusive_group()
+            target = groups[option.group]
+        flags = (short, option.flag) if short else (option.flag,)
+        target.add_argument(*flags, dest=option.name, default=option.default, help=option.help, **kwargs)
+
+
+def _add_mutants(sub) -> None:
+    mutants = sub.add_parser("mutants", help="mutation score of the bug catalogue",
+                             description="Run the checker on every catalogued bug and exact control and print "
+                                         "the mutation table.",
+                             epilog="Exit status: 0 every bug detected and every control passed, 1 otherwise, "
+                                    "2 usage error.")
+    mutants.add_argument("names", nargs="*", metavar="NAME", help="catalogue entries to run (default: all)")
+    mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
+    mutants.add_argument("--seed", type=seed_value, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
+    mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
+    mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
+    mutants.add_argument("--ragged", action="store_true",
+                         help="the ragged catalogue (production calling convention) instead of the chain one")
+
+
+def _add_demo(sub) -> None:
+    demo = sub.add_parser("demo", help="the corpus-bigram figures",
+                          description="Speculative decoding on the corpus-bigram scenario: measured against exact "
+                                      "acceptance, tokens per step and speedup.")
+    demo.add_argument("--tokens", type=positive_int, default=200_000, help="tokens to generate (default: %(default)s)")
+    demo.add_argument("--seed", type=seed_value, default=0, help="seed (default: %(default)s)")
+
+
+def _add_report(sub) -> None:
+    report = sub.add_parser("report", help="re-render a saved report.json",
+                            description="Validate a saved report.json and render it again as Markdown and/or HTML "
+                                        "(nothing is re-run).",
+                            epilog="Exit status: the saved verdict (0 passed or inefficient, 1 failed, 4 inconclusive, "
+                                   "1 interrupted); 2 when the file cannot be read, is not a valid report (a FIFO or "
+                                   "device, too large or too deeply nested, not matching the schema) or its \"passed\" "
+                                   "contradicts its findings.")
+    report.add_argument("path", metavar="REPORT.json", type=Path, help="a report.json (or the folder holding one)")
+    report.add_argument("--format", dest="formats", choices=("md", "html"), action="append", default=None,
+                        help="format to render; repeatable (default: md and html)")
+    report.add_argument("--out", type=Path, default=None, metavar="DIR",
+                        help="folder to write into (default: the folder of REPORT.json)")
+    report.add_argument("--stdout", action="store_true", help="print the rendered document instead of writing it")
+    report.add_argument("--no-plots", action="store_true", help="leave the figures out of the HTML")
+    report.add_argument("--force", action="store_true", help="replace the report of another run in the --out folder")
+
+
+def build_parser() -> Parser:
+    from .. import __version__
+
+    parser = Parser(prog=PROG, description="Statistical exactness checks for speculative-decoding samplers.",
+                    epilog=CHECK_EPILOG)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    for command, help_text, description in CHECK_COMMANDS:
+        add_check_options(sub.add_parser(command, help=help_text, description=description, epilog=CHECK_EPILOG),
+                          command)
+    _add_mutants(sub)
+    _add_demo(sub)
+    _add_report(sub)
+    return parser

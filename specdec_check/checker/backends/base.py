@@ -1,0 +1,161 @@
+"""Where a sampler runs: the backend protocol and the numpy backend.
+
+A backend hands the sampler its inputs (in the sampler's array world), gives it a generator,
+and brings its outputs back. Backends that declare ``counts_on_device`` also let the checker
+parse, transform and count outputs where the sampler left them (:meth:`Backend.on_device` and
+the methods after it); only counts then cross to the host. :func:`make_backend` in
+:mod:`._backends` builds one by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+
+import numpy as np
+
+__all__ = ["Backend", "NumpyBackend", "fingerprint_weights"]
+
+#: Fingerprint weights per row length: one fixed random vector each (seeded by the length).
+_WEIGHTS: dict = {}
+
+
+def fingerprint_weights(length: int, dtype=np.float64) -> np.ndarray:
+    """A fixed random vector of ``length`` entries in ``dtype`` (float64 or float32): ``rows @ w``
+    changes when any entry of a row changes (except on a set of measure zero, and for float32 rows
+    by more than the rounding of a float32 dot product), at the cost of one matrix-vector product."""
+    key = (length, np.dtype(dtype).str)
+    if key not in _WEIGHTS:
+        _WEIGHTS[key] = np.random.default_rng([0xF1, length]).standard_normal(length).astype(dtype)
+    return _WEIGHTS[key]
+
+
+class Backend:
+    """Interface between the checker (float64 numpy laws) and the sampler's array world."""
+
+    name: str = "abstract"
+    device: str | None = None
+    dtype: str = "float64"
+    #: Relative/absolute slack of impossible-event checks for this dtype.
+    tolerance: float = 0.0
+    #: Whether writes into the inputs raise (numpy read-only views): no snapshot is needed to see them.
+    read_only_inputs: bool = False
+    #: Whether the inputs handed over share memory with the checker's draw (numpy views): a write then
+    #: persists into later calls on the same draw, so a block's fingerprint can be checked once at its end.
+    shares_inputs: bool = False
+    #: Whether :meth:`law_rows` changes rows (a cast); when False scenarios skip it.
+    casts_rows: bool = True
+    #: Whether outputs are parsed, PIT-transformed and counted where the sampler left them.
+    counts_on_device: bool = False
+
+    # -- what every backend provides ---------------------------------------------------------------
+    def running(self):
+        """A context manager for the whole run (settings the backend needs while the sampler is called);
+        none by default."""
+        return contextlib.nullcontext()
+
+    def generator(self, seed: int):
+        """A fresh generator for the sampler, seeded with ``seed``."""
+        raise NotImplementedError
+
+    def law_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The float64 law of ``rows`` as the sampler will see them (after any cast)."""
+        raise NotImplementedError
+
+    def law_model(self, model):
+        """The model whose float64 laws are those the sampler sees on this backend (after any cast)."""
+        return model
+
+    def verifier_inputs(self, draft_token_ids, draft_probs, target_probs) -> dict:
+        """Keyword arguments of a verifier call, minus ``generator``."""
+        raise NotImplementedError
+
+    def models(self, target, draft):
+        """``(target, draft)`` as the decode loop receives them."""
+        raise NotImplementedError
+
+    def prompts(self, prompts: np.ndarray):
+        """Prompts in the backend's form."""
+        raise NotImplementedError
+
+    def to_host(self, output) -> np.ndarray:
+        """The sampler's output as a numpy array (int64 for integer outputs)."""
+        raise NotImplementedError
+
+    def copy(self, value):
+        """An independent copy of an input or output (the sampler may reuse or rewrite its buffers)."""
+        return np.array(value, copy=True)
+
+    def same(self, a, b) -> bool:
+        """Whether two inputs hold the same values (shape, dtype, NaN equal to NaN)."""
+        return a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+    def fingerprint(self, value) -> bytes:
+        """A digest of an input's content: float arrays through ``rows @ w`` (:func:`fingerprint_weights`),
+        integer arrays byte for byte. One pass, no copy; a write into the input changes it."""
+        array = np.asarray(value)
+        if array.dtype.kind == "f" and array.ndim and array.shape[-1]:
+            # float32 rows in float32 (no float64 copy: 10x faster at V = 32,000), others in float64.
+            weights = fingerprint_weights(array.shape[-1], np.float32 if array.dtype == np.float32 else np.float64)
+            array = array.reshape(-1, array.shape[-1]) @ weights
+        return hashlib.blake2b(np.ascontiguousarray(array).tobytes(), digest_size=16).digest()
+
+    # -- the device protocol (backends with counts_on_device) --------------------------------------
+    def on_device(self, output) -> bool:
+        """Whether ``output`` can be checked where it is (an integer array on this backend's device)."""
+        return False
+
+    def parse_on_device(self, output, draft_token_ids, vocab_size: int):
+        """The decoded step (:class:`~specdec_check.checker.chain.contract.ParsedStep` of device arrays) of a
+        well-formed ``output``, or None (the host path then names the problem)."""
+        raise NotImplementedError
+
+    def to_device(self, array: np.ndarray):
+        """A numpy law or index array on the device (float64 laws, int64 indices)."""
+        raise NotImplementedError
+
+    def uniforms(self, seed: int):
+        """``draw(n)``: float64 Uniform(0, 1) arrays on the device, from a generator seeded with ``seed``."""
+        raise NotImplementedError
+
+    def encode_on_device(self, output, vocab_size: int):
+        """Integrated step-law codes (:func:`specdec_check.exact.encode_emitted`) of well-formed outputs, on the device."""
+        raise NotImplementedError
+
+
+class NumpyBackend(Backend):
+    """float64 numpy arrays and a ``numpy.random.Generator`` (PCG64)."""
+
+    name = "numpy"
+    dtype = "float64"
+    tolerance = 0.0  # the sampler sees exactly the float64 rows the laws are computed from
+    casts_rows = False
+    #: Inputs are handed over as read-only views: a write raises inside the verifier (no copy needed).
+    read_only_inputs = True
+    shares_inputs = True
+
+    def generator(self, seed: int):
+        return np.random.Generator(np.random.PCG64(seed))
+
+    def law_rows(self, rows):
+        return rows
+
+    def verifier_inputs(self, draft_token_ids, draft_probs, target_probs):
+        # Read-only views cost nothing, and a verifier that writes into its inputs can neither
+        # corrupt the checker's laws nor hide the write: numpy raises at the write.
+        views = {}
+        for name, array in (("draft_token_ids", draft_token_ids), ("draft_probs", draft_probs),
+                            ("target_probs", target_probs)):
+            view = array.view()
+            view.setflags(write=False)
+            views[name] = view
+        return views
+
+    def to_host(self, output):
+        return output if isinstance(output, np.ndarray) else np.asarray(output)
+
+    def models(self, target, draft):
+        return target, draft
+
+    def prompts(self, prompts):
+        return prompts

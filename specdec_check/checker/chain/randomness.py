@@ -1,0 +1,133 @@
+"""Randomness of a chain verifier: independence across calls and rows, and a row's law unchanged by the
+rows beside it (determinism is :class:`specdec_check.checker.checks.randomness.Determinism`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...exact.kernels import acceptance, step_law_given_acceptance
+from ..checks.base import Check
+from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict
+from ..core.kind import PlannedTest
+from ..core.tally import PitTally
+from .block import VerifierBlock
+from .contract import parse_step
+from .laws import PATH_LAW_MAX_VOCAB, cells_per_call
+
+__all__ = ["BatchInvariance", "Independence"]
+
+#: Smallest batch the batch-invariance check looks at: below 16 rows a batch effect has no room.
+BATCH_INVARIANCE_MIN_ROWS = 16
+#: Batch invariance: single-row calls (at least BATCH_MIN_CALLS) tested with at most BATCH_BINS PIT
+#: bins (a few hundred samples fill 16 bins; more bins would only thin them).
+BATCH_MIN_CALLS = 8
+BATCH_BINS = 16
+
+
+class Independence(Check):
+    """Identical inputs, fresh generators: outputs collide with probability ``sum_o P(o)^2`` per pair,
+    so the number of identical pairs is exactly Poisson-binomial, across calls and across the rows
+    of one call."""
+
+    power = "exact one-sided Poisson-binomial collision counts over 200 to 4000 pairs"
+
+    @classmethod
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
+        if "independence" not in selection or options.rule != "standard":
+            return []  # the collision laws are the standard rule's; under "any" only the screen's pairs apply
+        tests = [PlannedTest("independence_calls", "independence")]
+        if scenario.rows_per_call >= 2:
+            tests.append(PlannedTest("independence_rows", "independence"))
+        return tests
+
+    def finish(self) -> None:
+        ctx = self.ctx
+        pairs = max(MIN_PAIRS, min(ctx.mode.max_samples // 8, MAX_PAIRS))
+        for name, within in (("independence_calls", False), ("independence_rows", True)):
+            if name in ctx.planned and not ctx.stopped:
+                self.collisions(pairs, within_call=within)
+
+    def collision_probs(self, draw):
+        block = VerifierBlock(draw, conditional=True, tables=self.caller.tables)
+        return block.collision_probs(bonus_missing=bool(self.counts.bonus_missing))
+
+    def collisions(self, pairs, *, within_call):
+        ctx, caller, s = self.ctx, self.caller, self.ctx.scenario
+        label = "rows within a call" if within_call else "calls with fresh generators"
+        alpha = ctx.spend("independence_rows" if within_call else "independence_calls")
+        hits, probs, n_calls = 0, [], 0
+        max_calls = max(MIN_CALLS, min(ctx.mode.max_calls // RANDOMNESS_SHARE,
+                                       int(ctx.mode.max_cells // (RANDOMNESS_SHARE * cells_per_call(s)))))
+        width = min(s.rows_per_call, RANDOMNESS_ROWS)
+        half = width // 2
+        windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
+        # Within a call, only ``half`` distinct rows are drawn and each is repeated: a pair per row.
+        inputs = caller.pool_of(half if within_call else RANDOMNESS_ROWS, windows=windows)
+        draw = first = second = out = None
+        while len(probs) == 0 or sum(p.size for p in probs) < pairs:
+            if n_calls >= max_calls:
+                break
+            draw = first = second = out = None  # the last window's arrays go before the next are drawn
+            draw = inputs.next()
+            if within_call:
+                out = caller.call_host(draw.head(np.repeat(np.arange(half), 2)), ctx.next_seed(), "independence")
+                n_calls += 1
+                if out is None:
+                    return
+                same = np.all(out[0::2] == out[1::2], axis=1)
+                probs.append(self.collision_probs(draw))
+            else:
+                first = caller.call_host(draw, ctx.next_seed(), "independence")
+                second = caller.call_host(draw, ctx.next_seed(), "independence") if first is not None else None
+                n_calls += 2
+                if second is None:
+                    return
+                same = np.all(first == second, axis=1)
+                probs.append(self.collision_probs(draw))
+            hits += int(same.sum())
+        collision_verdict(ctx, "independence", label, hits, np.concatenate(probs), alpha)
+
+
+class BatchInvariance(Check):
+    """Rows of a large-batch scenario, one row per call: the (k, y) law must not change."""
+
+    power = "randomized PIT of (k, y) over up to max_calls / 4 single-row calls (at most 16 bins)"
+
+    @classmethod
+    def plan(cls, scenario, options) -> list:
+        selection = options.checks
+        if ("batch_invariance" in selection and scenario.rows_per_call >= BATCH_INVARIANCE_MIN_ROWS
+                and scenario.vocab_size <= PATH_LAW_MAX_VOCAB):
+            return [PlannedTest("batch_invariance", "batch_invariance")]
+        return []
+
+    def finish(self) -> None:
+        ctx, caller, s = self.ctx, self.caller, self.ctx.scenario
+        if ctx.stopped or "batch_invariance" not in ctx.planned:
+            return
+        tally = PitTally(s.name, "batch_invariance", bins=min(ctx.mode.pit_bins, BATCH_BINS),
+                         alpha=ctx.spend("batch_invariance"), sequential=False)
+        pit_rng = np.random.default_rng(ctx.rng.integers(2**63))
+        budget = max(BATCH_MIN_CALLS, ctx.mode.max_calls // RANDOMNESS_SHARE)
+        for _ in range(max(1, budget // s.rows_per_call + 1)):
+            draw = caller.draw(rows=budget)
+            for b in range(min(s.rows_per_call, budget)):
+                one = draw.head(slice(b, b + 1))
+                out = caller.call_host(one, ctx.next_seed(), "batch_invariance")
+                if out is None:
+                    return
+                step = parse_step(out, one.draft_token_ids)
+                if step.final[0] < 0:
+                    continue
+                law = step_law_given_acceptance(acceptance(one.draft_token_ids, one.draft_probs, one.target_probs),
+                                                one.draft_probs, one.target_probs).reshape(1, -1)
+                try:
+                    tally.add(step.accepted * s.vocab_size + step.final, law, pit_rng)
+                except ValueError as exc:
+                    ctx.recorder.failure("impossible", f"single-row call produced an impossible outcome: {exc}")
+                    return
+            budget -= min(s.rows_per_call, budget)
+            if budget <= 0:
+                break
+        ctx.recorder.record(tally.record(extra_details={"rows_per_call": 1}))

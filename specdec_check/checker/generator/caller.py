@@ -1,0 +1,76 @@
+"""The decode loop's caller: the models it is handed (counting their forward passes), its prompts, and the
+contract of what it returns (the call itself is guarded by :class:`~specdec_check.checker.core.guard.Guard`,
+as for every kind)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.guard import Guard
+
+__all__ = ["CountingModel", "GeneratorCaller"]
+
+
+class CountingModel:
+    """Wraps a causal model and counts its forward passes: every entry point that returns laws
+    (``__call__``, ``last_probs``, ``start_probs``, ``probs_at``, ``cdf_at``) counts one, so a loop
+    cannot hide target calls behind another method. Other attributes pass through."""
+
+    #: The model's entry points that compute laws (each call is one forward pass).
+    COUNTED = ("last_probs", "start_probs", "probs_at", "cdf_at")
+
+    def __init__(self, model):
+        self.model = model
+        self.calls = 0
+        self.vocab_size = model.vocab_size
+        self.order = getattr(model, "order", None)
+
+    def __call__(self, tokens):
+        self.calls += 1
+        return self.model(tokens)
+
+    def __getattr__(self, name):
+        attribute = getattr(self.model, name)
+        if name not in self.COUNTED or not callable(attribute):
+            return attribute
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return attribute(*args, **kwargs)
+
+        return counted
+
+
+class GeneratorCaller:
+    """Calls a decode loop on prompts of one scenario's run ``ctx``; ``last_target`` is the counting target model
+    of the latest call (its ``calls``: the forward passes that call made)."""
+
+    def __init__(self, ctx, generate, *, degenerate=None):
+        self.ctx, self.generate = ctx, generate
+        self.scenario, self.backend = ctx.scenario, ctx.backend
+        self.guard = Guard(ctx, generate, role="decode loop", watched=("prompts",), degenerate=degenerate)
+        self.last_target = None
+
+    def _parse(self, out, expected_shape):
+        """``(problem, out)``: the contract of a decode loop's output (checked whatever the selection: the law
+        tallies need well-formed output)."""
+        vocab = self.scenario.vocab_size
+        if not isinstance(out, np.ndarray) or out.shape != expected_shape:
+            return (f"output shape {getattr(out, 'shape', None)} != [B, max_new_tokens] = {expected_shape}", {}), None
+        if not np.issubdtype(out.dtype, np.integer):
+            return (f"output dtype {out.dtype} is not an integer type", {}), None
+        if ((out < 0) | (out >= vocab)).any():
+            row, col = (int(i) for i in np.argwhere((out < 0) | (out >= vocab))[0])
+            return (f"token {int(out[row, col])} at row {row}, position {col} is not in [0, {vocab})", {}), None
+        return None, out
+
+    def call(self, prompt_index, seed, check="contract"):
+        """Generate from the prompts ``prompt_index``: ``(output on the host, output)``, or ``(None, None)``."""
+        s = self.scenario
+        prompts = s.prompts[prompt_index]
+        target, draft = self.backend.models(s.target, s.draft)
+        self.last_target = target = CountingModel(target)
+        kwargs = {"target": target, "draft": CountingModel(draft), "prompts": self.backend.prompts(prompts.copy()),
+                  "max_new_tokens": s.max_new_tokens, "gamma": s.gamma}
+        expected_shape = (prompts.shape[0], s.max_new_tokens)
+        return self.guard.call(kwargs, seed, check=check, parse=lambda out: self._parse(out, expected_shape))

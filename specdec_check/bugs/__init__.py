@@ -23,7 +23,7 @@ from ._decode_loops import *  # noqa: F403
 from ._rules import *  # noqa: F403
 from . import _ragged
 from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
-from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score
+from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score, score_entries
 from ._tree_verifiers import *  # noqa: F403
 from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, one_hot_rule_on_iid_drafts,
                      sglang_target_only, tree_sglang_threshold_acc, tree_sglang_threshold_single, tree_catalogue,
@@ -46,6 +46,7 @@ __all__ = [
     "format_mutation_table",
     "mutation_score",
     "one_hot_rule_on_iid_drafts",
+    "score_entries",
     "sglang_target_only",
     "tree_sglang_threshold_acc",
     "tree_sglang_threshold_single",

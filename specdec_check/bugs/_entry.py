@@ -5,17 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["NO_REPORT", "CatalogueEntry"]
+__all__ = ["EXPECTED", "NO_REPORT", "CatalogueEntry", "check_expected"]
 
 NO_REPORT = "class of bug, no specific report"
+
+#: What an entry's verdict should be: a wrong law (``failure``), an exact law that accepts less than it could
+#: (``inefficiency``), an edge case of tiny probability reported with its rate (``warning``: every coin exactly
+#: 0), or an exact control (``pass``).
+EXPECTED = ("failure", "inefficiency", "warning", "pass")
+
+
+def check_expected(expected: str) -> None:
+    if expected not in EXPECTED:
+        raise ValueError(f"expected must be one of {EXPECTED}; got {expected!r}.")
 
 
 @dataclass(frozen=True)
 class CatalogueEntry:
     """One catalogued sampler.
 
-    kind: "verifier" or "generator"; expected: "failure" (wrong law), "inefficiency"
-    (exact law, fewer tokens per step or per target call) or "pass" (exact control).
+    kind: "verifier" or "generator"; expected: one of :data:`EXPECTED`, "failure" (wrong law),
+    "inefficiency" (exact law, fewer tokens per step or per target call) or "pass" (exact control).
     rule: the rule the checker should judge the entry under: "standard" (the sampler claims
     Leviathan et al.'s Algorithm 1, so any departure from it counts) or "any" (only the law
     of the completed output counts, so any lossless rule passes; see ``bugs.rule_catalogue``).
@@ -33,7 +43,25 @@ class CatalogueEntry:
     def __post_init__(self):
         if self.kind not in ("verifier", "generator"):
             raise ValueError(f"kind must be 'verifier' or 'generator'; got {self.kind!r}.")
-        if self.expected not in ("failure", "inefficiency", "pass"):
-            raise ValueError(f"expected must be 'failure', 'inefficiency' or 'pass'; got {self.expected!r}.")
-        if self.rule not in ("standard", "any"):
-            raise ValueError(f"rule must be 'standard' or 'any'; got {self.rule!r}.")
+        from .._settings import RULES
+
+        check_expected(self.expected)
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}; got {self.rule!r}.")
+
+    @property
+    def label(self) -> str:
+        """The kind, as the mutation table names it."""
+        return self.kind
+
+    @property
+    def judged_rule(self) -> str:
+        return self.rule
+
+    def report(self, mode: str, seed: int):
+        """The checker's report on this entry under its own rule."""
+        from ..checker import check_generator, check_verifier
+
+        if self.kind == "verifier":
+            return check_verifier(self.sampler, mode=mode, seed=seed, rule=self.rule)
+        return check_generator(self.sampler, mode=mode, seed=seed)

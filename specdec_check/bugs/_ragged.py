@@ -10,13 +10,13 @@ the chain catalogue (whose score they leave unchanged).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from ..samplers._ragged_numpy import _processed, _softmax, check_ragged_args
+from ._entry import NO_REPORT, check_expected
 
 __all__ = ["RAGGED_BUGS", "RAGGED_CONTROLS", "RaggedEntry", "ragged_catalogue", "ragged_mutation_score"]
 
@@ -115,12 +115,27 @@ class RaggedEntry:
     expected: str = "failure"
     kind: str = "ragged_verifier"
 
+    def __post_init__(self):
+        check_expected(self.expected)
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    @property
+    def judged_rule(self) -> str:
+        return "standard"
+
+    def report(self, mode: str, seed: int):
+        """The checker's report on this entry (the production logits-in layout, standard rule)."""
+        from ..checker import check_ragged_verifier
+
+        return check_ragged_verifier(self.sampler, mode=mode, seed=seed)
+
 
 def _bug(name, mutation, mechanism, source):
     return RaggedEntry(name, _make(name, mutation, mechanism), mechanism, source)
 
-
-NO_REPORT = "class of bug, no specific report"
 
 RAGGED_BUGS = (
     _bug("ragged_temperature_ignored", "temperature_ignored",
@@ -175,36 +190,9 @@ def ragged_catalogue() -> tuple:
 def ragged_mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress=None):
     """Run :func:`~specdec_check.checker.check_ragged_verifier` on every ragged entry (or those named):
     a :class:`~specdec_check.bugs.MutationScore` (its table: ``format_mutation_table``)."""
-    from ..checker import check_ragged_verifier
-    from ._score import MutationRow, MutationScore, _describe
+    from ._score import score_entries
 
-    entries = ragged_catalogue()
-    if names is not None:
-        wanted = set(names)
-        unknown = wanted - {e.name for e in entries}
-        if unknown:
-            raise KeyError(f"unknown ragged catalogue entries: {sorted(unknown)}.")
-        entries = tuple(e for e in entries if e.name in wanted)
-    rows, reports = [], {}
-    start = time.perf_counter()
-    for index, e in enumerate(entries):
-        if progress is not None:
-            progress(index, len(entries), e.name)
-        t0 = time.perf_counter()
-        try:
-            report = check_ragged_verifier(e.sampler, mode=mode, seed=seed)
-        except Exception as exc:  # noqa: BLE001 - a sampler that raises is a detected bug, and a failed control
-            outcome, finding, samples = "error", f"raised {type(exc).__name__}: {exc}", 0
-        else:
-            reports[e.name] = report
-            outcome, finding = _describe(report)
-            samples = int(report.samples_used)
-        detected = outcome != "pass"
-        rows.append(MutationRow(name=e.name, kind=e.kind, source=e.source, expected=e.expected, detected=detected,
-                                outcome=outcome, finding=finding, samples_used=samples,
-                                elapsed_s=time.perf_counter() - t0,
-                                ok=(not detected) if e.expected == "pass" else detected))
-    return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start,
-                         reports=reports)
+    return score_entries(ragged_catalogue(), mode, seed=seed, names=names, progress=progress,
+                         what="ragged catalogue")
 
 __all__ += [e.name for e in RAGGED_BUGS + RAGGED_CONTROLS]  # every sampler is reachable as specdec_check.bugs:<name>

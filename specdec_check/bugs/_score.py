@@ -12,18 +12,17 @@ from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 
-__all__ = ["MutationRow", "MutationScore", "format_mutation_table", "mutation_score"]
+__all__ = ["MutationRow", "MutationScore", "format_mutation_table", "mutation_score", "row_ok", "score_entries"]
 
 
 @dataclass(frozen=True)
 class MutationRow:
     """The checker's verdict on one catalogue entry.
 
-    outcome: "failure", "inefficiency" or "pass" (the worst finding kind), "inconclusive" (no
-    finding but not enough evidence), or "error" when the check itself raised. detected: the
-    checker flagged the entry (a failure or an inefficiency, or an exception raised by the
-    sampler). ok: detected for a bug, a passing verdict for a control. rule: the rule the entry
-    was judged under.
+    outcome: "failure", "inefficiency", "warning" or "pass" (the worst finding kind), "inconclusive"
+    (no finding but not enough evidence), or "error" when the check itself raised. detected: the
+    checker flagged the entry (any finding, or an exception raised by the sampler). ok: the outcome
+    is the one the entry expects (:func:`row_ok`). rule: the rule the entry was judged under.
     """
 
     name: str
@@ -79,35 +78,46 @@ class MutationScore:
 
 
 def _describe(report) -> tuple:
-    failures, inefficiencies = report.failures, report.inefficiencies
-    first = failures[0] if failures else (inefficiencies[0] if inefficiencies else None)
-    if first is None:
+    """``(outcome, finding)``: the worst finding kind of ``report`` (failure, inefficiency, warning), else
+    "inconclusive" or "pass", and the checks and first message behind it."""
+    for outcome, found in (("failure", report.failures), ("inefficiency", report.inefficiencies),
+                           ("warning", report.warnings)):
+        if found:
+            break
+    else:
         if report.verdict == "inconclusive":
             return "inconclusive", "; ".join(f"{name}: {reason}" for name, reason in report.inconclusive)[:200]
         return "pass", ""
-    outcome = "failure" if failures else "inefficiency"
-    checks = sorted({f.check for f in failures or inefficiencies})
-    message = str(first.message).splitlines()[0] if first.message else ""
+    checks = sorted({f.check for f in found})
+    message = str(found[0].message).splitlines()[0] if found[0].message else ""
     if len(message) > 120:
         message = message[:117] + "..."
     return outcome, f"{', '.join(checks)}: {message}" if message else ", ".join(checks)
 
 
-def mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress=None) -> "MutationScore":
-    """Run ``check_verifier`` / ``check_generator`` on every catalogued bug and control.
+def row_ok(expected: str, outcome: str) -> bool:
+    """Whether ``outcome`` is the right verdict for an entry ``expected`` to give it: a bug is flagged (a failure,
+    an inefficiency, or a raise), an exact entry is never failed (an inefficiency or an edge-case warning is
+    exactly what it says), a control passes. Inconclusive is never right."""
+    if expected == "failure":
+        return outcome in ("failure", "inefficiency", "error")
+    return outcome == expected
 
-    mode: the checker's mode ("quick", "default", "thorough"); seed: the checker's seed;
-    names: an iterable of entry names to restrict the run; progress: None or a callable
+
+def score_entries(entries, mode: str = "default", *, seed: int = 0, names=None, progress=None,
+                  what: str = "catalogue") -> "MutationScore":
+    """The mutation score of ``entries`` (any catalogue: chain, generator, tree, ragged): each entry's own
+    ``report(mode, seed)`` (its kind, scheme and rule), its outcome, and whether that is what it expects.
+
+    names: entry names to restrict the run to (a ``KeyError`` names the unknown ones); progress: None or
     ``progress(index, total, name)`` called before each entry.
     """
-    from ..checker import check_generator, check_verifier  # the checker imports models and stats
-
-    entries = catalogue()
+    entries = tuple(entries)
     if names is not None:
         wanted = set(names)
         unknown = wanted - {e.name for e in entries}
         if unknown:
-            raise KeyError(f"unknown catalogue entries: {sorted(unknown)}.")
+            raise KeyError(f"unknown {what} entries: {sorted(unknown)}.")
         entries = tuple(e for e in entries if e.name in wanted)
     rows, reports = [], {}
     start = time.perf_counter()
@@ -116,24 +126,26 @@ def mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress
             progress(index, len(entries), e.name)
         t0 = time.perf_counter()
         try:
-            if e.kind == "verifier":
-                report = check_verifier(e.sampler, mode=mode, seed=seed, rule=e.rule)
-            else:
-                report = check_generator(e.sampler, mode=mode, seed=seed)
-        except Exception as exc:  # a sampler that raises is a detected bug, and a failed control
+            report = e.report(mode, seed)
+        except Exception as exc:  # noqa: BLE001 - a sampler that raises is a detected bug, and a failed control
             outcome, finding, samples = "error", f"raised {type(exc).__name__}: {exc}", 0
         else:
             reports[e.name] = report
             outcome, finding = _describe(report)
             samples = int(report.samples_used)
-        detected = outcome not in ("pass", "inconclusive")
         rows.append(MutationRow(
-            name=e.name, kind=e.kind, source=e.source, expected=e.expected, detected=detected, outcome=outcome,
-            finding=finding, samples_used=samples, elapsed_s=time.perf_counter() - t0,
-            ok=(outcome == "pass") if e.expected == "pass" else detected, rule=e.rule,
-        ))
+            name=e.name, kind=e.label, source=e.source, expected=e.expected,
+            detected=outcome not in ("pass", "inconclusive"), outcome=outcome, finding=finding,
+            samples_used=samples, elapsed_s=time.perf_counter() - t0, ok=row_ok(e.expected, outcome),
+            rule=e.judged_rule))
     return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start,
                          reports=reports)
+
+
+def mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress=None) -> "MutationScore":
+    """Run ``check_verifier`` / ``check_generator`` on every catalogued bug and control
+    (:func:`score_entries` over :func:`~specdec_check.bugs.catalogue`)."""
+    return score_entries(catalogue(), mode, seed=seed, names=names, progress=progress)
 
 
 def _cell(text: str) -> str:

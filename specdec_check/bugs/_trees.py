@@ -9,18 +9,18 @@ relaxation thresholds) carry that rule, so :func:`tree_entry_tv` gives their exa
 from __future__ import annotations
 
 import functools
-import time
 from dataclasses import dataclass
 
+from .._settings import DRAFTING_SCHEMES, RULES
 from . import _tree_verifiers as T
-from ._score import MutationRow, MutationScore, _describe
+from ._entry import NO_REPORT, check_expected
+from ._score import MutationScore, score_entries
 
 __all__ = ["TREE_BUGS", "TREE_CONTROLS", "TreeCatalogueEntry", "control_sglang_fixed", "one_hot_rule_on_iid_drafts",
            "sglang_target_only",
            "tree_sglang_threshold_acc", "tree_sglang_threshold_single", "tree_catalogue", "tree_entry", "tree_entry_tv",
            "tree_mutation_score"]
 
-NO_REPORT = "class of bug, no specific report"
 #: The battery scenario whose models and tree :func:`tree_entry_tv` measures the loss on.
 TV_SCENARIO = "star-3-enumerable"
 
@@ -46,14 +46,29 @@ class TreeCatalogueEntry:
     check_rule: str = "standard"
 
     def __post_init__(self):
-        if self.expected not in ("failure", "inefficiency", "pass"):
-            raise ValueError(f"expected must be 'failure', 'inefficiency' or 'pass'; got {self.expected!r}.")
-        if self.check_rule not in ("standard", "any"):
-            raise ValueError(f"check_rule must be 'standard' or 'any'; got {self.check_rule!r}.")
+        check_expected(self.expected)
+        if self.check_rule not in RULES:
+            raise ValueError(f"check_rule must be one of {RULES}; got {self.check_rule!r}.")
+        if self.drafting not in DRAFTING_SCHEMES:
+            raise ValueError(f"drafting must be one of {DRAFTING_SCHEMES}; got {self.drafting!r}.")
 
     @property
     def kind(self) -> str:
         return "tree_verifier"
+
+    @property
+    def label(self) -> str:
+        return f"tree ({self.drafting})"
+
+    @property
+    def judged_rule(self) -> str:
+        return self.check_rule
+
+    def report(self, mode: str, seed: int):
+        """The checker's report on this entry under its scheme and ``check_rule``."""
+        from ..checker import check_tree_verifier
+
+        return check_tree_verifier(self.sampler, drafting=self.drafting, mode=mode, seed=seed, rule=self.check_rule)
 
 
 def _port(threshold_single=1.0, threshold_acc=1.0, strict=False):
@@ -168,7 +183,8 @@ def _bugs():
             "sglang_zero_coin_boundary", sglang_target_only, "topk",
             "SGLang's target-only kernel accepts a child iff coin <= S (inclusive): a coin of exactly 0 accepts a "
             "child of target probability zero. Shown by the zero-coin probe.",
-            "sgl-project/sglang#35771 (fixed by PR #35788); kernel at b227f63", finding=("impossible",)),
+            "sgl-project/sglang#35771 (fixed by PR #35788); kernel at b227f63", expected="warning",
+            finding=("zero_coins",)),
         TreeCatalogueEntry(
             "tree_sglang_threshold_single", tree_sglang_threshold_single, "topk",
             f"SGLang's threshold_single = {THRESHOLD_SINGLE}: a child of target probability >= {THRESHOLD_SINGLE} is "
@@ -250,33 +266,6 @@ def tree_entry_tv(entry: TreeCatalogueEntry, scenario_name: str = TV_SCENARIO) -
 
 
 def tree_mutation_score(mode: str = "default", *, seed: int = 0, names=None, progress=None) -> MutationScore:
-    """Run :func:`~specdec_check.checker.check_tree_verifier` on every tree entry under its scheme."""
-    from ..checker import check_tree_verifier
-
-    entries = tree_catalogue()
-    if names is not None:
-        wanted = set(names)
-        unknown = wanted - {e.name for e in entries}
-        if unknown:
-            raise KeyError(f"unknown tree catalogue entries: {sorted(unknown)}.")
-        entries = tuple(e for e in entries if e.name in wanted)
-    rows, reports = [], {}
-    start = time.perf_counter()
-    for index, e in enumerate(entries):
-        if progress is not None:
-            progress(index, len(entries), e.name)
-        t0 = time.perf_counter()
-        try:
-            report = check_tree_verifier(e.sampler, drafting=e.drafting, mode=mode, seed=seed, rule=e.check_rule)
-        except Exception as exc:  # a check that raises is a detected bug, and a failed control
-            outcome, finding, samples = "error", f"raised {type(exc).__name__}: {exc}", 0
-        else:
-            reports[e.name] = report
-            outcome, finding = _describe(report)
-            samples = int(report.samples_used)
-        detected = outcome not in ("pass", "inconclusive")
-        ok = (outcome == e.expected) if e.expected != "failure" else detected  # a lossless entry must not fail
-        rows.append(MutationRow(name=e.name, kind=f"tree ({e.drafting})", source=e.source, expected=e.expected,
-                                detected=detected, outcome=outcome, finding=finding, samples_used=samples,
-                                elapsed_s=time.perf_counter() - t0, ok=ok, rule=e.check_rule))
-    return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start, reports=reports)
+    """Run :func:`~specdec_check.checker.check_tree_verifier` on every tree entry under its scheme
+    (:func:`~specdec_check.bugs._score.score_entries` over :func:`tree_catalogue`)."""
+    return score_entries(tree_catalogue(), mode, seed=seed, names=names, progress=progress, what="tree catalogue")

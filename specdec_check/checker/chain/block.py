@@ -133,28 +133,50 @@ class VerifierBlock:
                  plot_vocab: int = PLOT_VOCAB):
         self.draw = draw
         self.uses = 0
-        ids = draw.draft_token_ids
-        batch, gamma = ids.shape
+        batch, gamma = draw.draft_token_ids.shape
         vocab = draw.target_probs.shape[-1]
         self.gamma, self.vocab = gamma, vocab
         self.rows = np.arange(batch)
         self.stop_base = self.rows * (gamma + 1)
         self.count_base = self.rows * (gamma + 2)
         keyed = tables is not None and draw.context_keys is not None
-        if keyed:
+        self._index_rows(draw, tables if keyed else None)
+        self._acceptance(draw.draft_token_ids)
+        self.count_law = count_law(self.accept)
+        self.count_below = exclusive_cumsum(self.count_law)
+        self.count_total = self.count_below[:, -1].copy()
+        self.count_expected = np.ones(batch) @ self.count_law
+        self.expected_accepted = float(self.count_expected @ np.arange(gamma + 1))
+        small = vocab <= plot_vocab
+        self.first_expected = _expected(self.first_row, None, self.first_below) if small else None
+        self.final_below = self.final_row = self.final_offset = self.final_expected = self.step_expected = None
+        if conditional:
+            self._final_laws(draw, tables if keyed else None)
+            if small:
+                self._final_expected(plot_vocab)
+
+    def _index_rows(self, draw, tables) -> None:
+        """The row tables and each (row, position)'s row index in them: the scenario's keyed ``tables``, or
+        the draw's own rows."""
+        gamma, vocab = self.gamma, self.vocab
+        if tables is not None:
             keys = draw.context_keys
             self.target_rows, self.draft_rows = tables.target, tables.draft
             self.target_row, self.draft_row = keys, keys[:, :gamma]
-            self.first_below, first_row = tables.target_below, keys[:, 0]
+            self.first_below, self.first_row = tables.target_below, keys[:, 0]
         else:
             self.target_rows = draw.target_probs.reshape(-1, vocab)
             self.draft_rows = draw.draft_probs.reshape(-1, vocab)
             self.target_row = self.stop_base[:, None] + np.arange(gamma + 1)
             self.draft_row = self.rows[:, None] * gamma + np.arange(gamma)
-            self.first_below, first_row = exclusive_cumsum(draw.target_probs[:, 0]), self.rows
-        self.first_row = first_row
-        self.first_offset = first_row * (vocab + 1)
+            self.first_below, self.first_row = exclusive_cumsum(draw.target_probs[:, 0]), self.rows
+        self.first_offset = self.first_row * (vocab + 1)
         self.target_offset = self.target_row * vocab
+
+    def _acceptance(self, ids) -> None:
+        """``a_i = min(1, p_i(x_i) / q_i(x_i))`` (Leviathan et al. 2023, Algorithm 1), with p / 0 = 1 and
+        0 / 0 = 0 (a draft the draft law cannot draw is never accepted)."""
+        batch, gamma, vocab = len(self.rows), self.gamma, self.vocab
         self.draft_offset = np.zeros((batch, gamma + 1), dtype=np.int64)
         if gamma:
             np.multiply(self.draft_row, vocab, out=self.draft_offset[:, :gamma])
@@ -168,19 +190,14 @@ class VerifierBlock:
         else:
             self.target_at = self.draft_at = self.accept = np.zeros((batch, 0))
         self.accept_first = self.accept[:, 0] if gamma else None
-        self.count_law = count_law(self.accept)
-        self.count_below = exclusive_cumsum(self.count_law)
-        self.count_total = self.count_below[:, -1].copy()
-        self.count_expected = np.ones(batch) @ self.count_law
-        self.expected_accepted = float(self.count_expected @ np.arange(gamma + 1))
-        small = vocab <= plot_vocab
-        self.first_expected = _expected(first_row, None, self.first_below) if small else None
-        self.final_below = self.final_row = self.final_offset = self.final_expected = self.step_expected = None
-        if not conditional:
-            return
-        if keyed:
+
+    def _final_laws(self, draw, tables) -> None:
+        """Exclusive cumulative laws of the final token given the stop position ``k``: ``max(0, p_k - q_k)``
+        for ``k < g`` and the bonus row ``p_g`` (unnormalised; Leviathan et al. 2023, Algorithm 1)."""
+        gamma, vocab = self.gamma, self.vocab
+        if tables is not None:
             self.final_below, self.final_square = tables.final_below, tables.final_square
-            self.final_row = keys + np.where(np.arange(gamma + 1) == gamma, tables.rows, 0)
+            self.final_row = draw.context_keys + np.where(np.arange(gamma + 1) == gamma, tables.rows, 0)
         else:
             below = np.empty(draw.target_probs.shape[:2] + (vocab + 1,))
             below[..., 0] = 0.0
@@ -194,17 +211,20 @@ class VerifierBlock:
             self.final_below = below.reshape(-1, vocab + 1)
             self.final_row = self.target_row
         self.final_offset = self.final_row * (vocab + 1)
-        if small:
-            with np.errstate(divide="ignore", invalid="ignore"):  # |r_k| = 0 only where P(K = k) = 0
-                weight = self.count_law / self.final_below.reshape(-1)[self.final_offset + vocab]  # P(K=k) / |r_k|
-            if not np.isfinite(weight.sum()):
-                weight[~np.isfinite(weight)] = 0.0
-            if (gamma + 1) * vocab <= plot_vocab:
-                per_stop = [_expected(self.final_row[:, k], weight[:, k], self.final_below) for k in range(gamma + 1)]
-                self.step_expected = np.concatenate(per_stop)
-                self.final_expected = np.sum(per_stop, axis=0)
-            else:
-                self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_below)
+
+    def _final_expected(self, plot_vocab: int) -> None:
+        """Expected final-token counts per call (all stops, and per stop where they fit the plot)."""
+        gamma, vocab = self.gamma, self.vocab
+        with np.errstate(divide="ignore", invalid="ignore"):  # |r_k| = 0 only where P(K = k) = 0
+            weight = self.count_law / self.final_below.reshape(-1)[self.final_offset + vocab]  # P(K=k) / |r_k|
+        if not np.isfinite(weight.sum()):
+            weight[~np.isfinite(weight)] = 0.0
+        if (gamma + 1) * vocab <= plot_vocab:
+            per_stop = [_expected(self.final_row[:, k], weight[:, k], self.final_below) for k in range(gamma + 1)]
+            self.step_expected = np.concatenate(per_stop)
+            self.final_expected = np.sum(per_stop, axis=0)
+        else:
+            self.final_expected = _expected(self.final_row.reshape(-1), weight.reshape(-1), self.final_below)
 
     @property
     def optimal_accepted(self) -> float:

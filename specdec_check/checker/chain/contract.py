@@ -6,6 +6,7 @@ the same per-dtype tolerance.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,18 +191,7 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
     batch, gamma = draft_token_ids.shape
     rows = np.arange(batch)
     events = []
-
-    def report(event, mask, message, position, token, **extra):
-        if mask.any():
-            idx = np.flatnonzero(mask)
-            b = int(idx[0])
-            evidence = {"event": event, "rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
-                        "position": int(position[b]), "token": int(token[b])}
-            evidence.update({k: float(v[b]) for k, v in extra.items()})
-            named = f" (token {int(token[b])} at position {int(position[b])}"
-            named += "".join(f", {k.replace('_prob', '')} probability {float(v[b]):.4g}" for k, v in extra.items()) + ")"
-            events.append((message.format(count=idx.size, row=b) + named, evidence))
-
+    report = functools.partial(_impossible_event, events)
     y = np.maximum(step.final, 0)
     if gathered is None:
         stop = np.minimum(step.accepted, gamma)
@@ -241,3 +231,17 @@ def impossible_events(step: ParsedStep, draft_token_ids, draft_probs, target_pro
            "{count} row(s) emitted a bonus token the target gives probability zero; first: row {row}",
            np.full(batch, gamma), y, target_prob=p_bonus)
     return events
+
+
+def _impossible_event(events, event, mask, message, position, token, **extra) -> None:
+    """Append ``(message, evidence)`` for the rows of ``mask`` (the first one named) to ``events``."""
+    if not mask.any():
+        return
+    idx = np.flatnonzero(mask)
+    b = int(idx[0])
+    evidence = {"event": event, "rows": idx[:EVIDENCE_ROWS].tolist(), "count": int(idx.size), "row": b,
+                "position": int(position[b]), "token": int(token[b])}
+    evidence.update({k: float(v[b]) for k, v in extra.items()})
+    named = f" (token {int(token[b])} at position {int(position[b])}"
+    named += "".join(f", {k.replace('_prob', '')} probability {float(v[b]):.4g}" for k, v in extra.items()) + ")"
+    events.append((message.format(count=idx.size, row=b) + named, evidence))

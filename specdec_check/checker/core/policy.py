@@ -65,6 +65,13 @@ UNIFORM_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
 
 def zero_coin_rate(dtype: str) -> str:
-    """How often a coin drawn in ``dtype`` is exactly 0, as text (``"2^-24 per float32 draw"``)."""
-    bits = UNIFORM_BITS.get(str(dtype).replace("torch.", ""), 53)
-    return f"2^-{bits} (about {2.0 ** -bits:.1e}) per {dtype} draw"
+    """How often a coin drawn in ``dtype`` is exactly 0, as text (``"2^-24 (about 6.0e-08) per float32 draw"``);
+    for a wider dtype the float32 rate follows, since a sampler may draw its own coins in float32 (``torch.rand``
+    on a device) whatever the dtype of the laws it is given."""
+    name = str(dtype).replace("torch.", "")
+    bits = UNIFORM_BITS.get(name, 53)
+    rate = f"2^-{bits} (about {2.0 ** -bits:.1e}) per {name} draw"
+    float32 = UNIFORM_BITS["float32"]
+    if bits > float32:
+        rate += f", 2^-{float32} (about {2.0 ** -float32:.1e}) per float32 draw"
+    return rate

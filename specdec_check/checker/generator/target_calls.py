@@ -112,19 +112,18 @@ def judge_steps(log: list, prompt, output, target, draft, *, scale_cap: float):
     """
     P = tuple(int(t) for t in prompt if t >= 0)
     p, O, T = len(P), np.asarray(output, dtype=np.int64), int(np.asarray(output).size)
-    calls = [(role, seq) for role, seq in log]
-    if any(seq is None for role, seq in calls if role == "target"):
+    if any(seq is None for role, seq in log if role == "target"):
         return None, "a target call was made with contexts, not tokens (its sequence cannot be read back)"
-    terms, m, prefill, steps, wasted, draftless, drafts_total, tokens_total = [], 0, 0, 0, 0, 0, 0, 0
-    drafted_yet, first_target, prefill_fallback = False, True, False
-    for role, seq in calls:
+    terms, m, drafted_yet, first_target, prefill_fallback = [], 0, False, True, False
+    count = dict.fromkeys(("prefill_calls", "steps", "wasted_calls", "draftless_steps", "drafts", "tokens"), 0)
+    for role, seq in log:
         if role == "draft":
             drafted_yet = True
             continue
         if first_target:
             first_target = False
             if not drafted_yet and len(seq) == p and seq == P:
-                prefill = 1
+                count["prefill_calls"] = 1
                 m, prefill_fallback = min(T, 1), True  # a prefill that commits O[0] (gpt-fast); else see below
                 continue
         consistent = len(seq) >= p + m and seq[:p] == P and np.array_equal(np.asarray(seq[p:p + m]), O[:m])
@@ -132,50 +131,56 @@ def judge_steps(log: list, prompt, output, target, draft, *, scale_cap: float):
             m = 0
             consistent = len(seq) >= p and seq[:p] == P
         prefill_fallback = False
-        remaining = T - m
-        if remaining <= 0 or not consistent:
-            wasted += 1
+        remaining, k = T - m, len(seq) - p - m
+        context = np.array([list(P) + [int(t) for t in O[:m]]], dtype=np.int64)
+        if k == 0 and remaining > 0 and consistent:
+            e, term = 1, _draftless_term(context, remaining, target, draft)
+            count["draftless_steps"] += remaining > 1
+        elif remaining > 0 and consistent:
+            e = min(_agreement(seq, p, O) + 1, T) - m
+            term = _drafted_term(np.asarray(seq[p + m:], dtype=np.int64), context, remaining, e, target, draft,
+                                 scale_cap)
+        else:
+            term = None
+        if term is None:  # no step: an inconsistent call, or one whose commit is no speculative step's
+            count["wasted_calls"] += 1
             terms.append((1.0, 0.0))
             continue
-        k = len(seq) - p - m
-        context = np.array([list(P) + [int(t) for t in O[:m]]], dtype=np.int64)
-        steps += 1
-        drafts_total += k
-        if k == 0:
-            e = 1
-            if remaining > 1:
-                draftless += 1
-                beta = float(np.minimum(last_token_probs(target, context), last_token_probs(draft, context)).sum())
-                terms.append((min(1.0, beta), 0.0))  # a drift, not noise: never under an efficient loop
-            else:
-                terms.append((0.0, 0.0))
-        else:
-            drafts = np.asarray(seq[p + m:], dtype=np.int64)
-            prefixes = np.full((k, context.shape[1] + k - 1), -1, dtype=np.int64)
-            for i in range(k):
-                prefixes[i, :context.shape[1] + i] = list(context[0]) + [int(t) for t in drafts[:i]]
-            p_at = last_token_probs(target, prefixes)[np.arange(k), drafts]
-            q_at = last_token_probs(draft, prefixes)[np.arange(k), drafts]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(q_at > 0, np.minimum(1.0, p_at / np.where(q_at > 0, q_at, 1.0)),
-                                 (p_at > 0).astype(float))
-            tail = np.concatenate([[1.0], np.cumprod(ratio)])[:min(k, remaining - 1) + 1]  # P(N > i), i < min(k+1, R)
-            mean = float(tail.sum())
-            second = float(((2 * np.arange(tail.size) + 1) * tail).sum())
-            e = min(_agreement(seq, p, O) + 1, T) - m
-            if not 1 <= e <= tail.size:  # cannot be a speculative step's commit: read as a wasted call
-                wasted += 1
-                steps -= 1
-                drafts_total -= k
-                terms.append((1.0, 0.0))
-                continue
-            scale = min(1.0, scale_cap / (mean - 1.0)) if mean > 1.0 else 1.0
-            terms.append(((mean - e) * scale, max(second - mean * mean, 0.0) * scale * scale))
+        terms.append(term)
         m += e
-        tokens_total += e
-    summary = {"prefill_calls": prefill, "steps": steps, "wasted_calls": wasted, "draftless_steps": draftless,
-               "drafts": drafts_total, "tokens": tokens_total}
-    return terms, summary
+        for key, added in (("steps", 1), ("drafts", k), ("tokens", e)):
+            count[key] += added
+    return terms, count
+
+
+def _draftless_term(context, remaining: int, target, draft) -> tuple:
+    """A step with no draft while more than one token remains: the drift ``beta(c) = sum_x min(p, q)`` (one
+    draft would have added that much in expectation; Leviathan et al. 2023, Eq. 1), never noise."""
+    if remaining <= 1:
+        return 0.0, 0.0
+    beta = float(np.minimum(last_token_probs(target, context), last_token_probs(draft, context)).sum())
+    return min(1.0, beta), 0.0
+
+
+def _drafted_term(drafts, context, remaining: int, e: int, target, draft, scale_cap: float):
+    """``(X * s, Var N * s^2)`` of a step that verified ``drafts`` after ``context`` and committed ``e``
+    tokens, or None where ``e`` is not a possible commit (see :func:`judge_steps`)."""
+    k = drafts.size
+    prefixes = np.full((k, context.shape[1] + k - 1), -1, dtype=np.int64)
+    for i in range(k):
+        prefixes[i, :context.shape[1] + i] = list(context[0]) + [int(t) for t in drafts[:i]]
+    p_at = last_token_probs(target, prefixes)[np.arange(k), drafts]
+    q_at = last_token_probs(draft, prefixes)[np.arange(k), drafts]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(q_at > 0, np.minimum(1.0, p_at / np.where(q_at > 0, q_at, 1.0)),
+                         (p_at > 0).astype(float))
+    tail = np.concatenate([[1.0], np.cumprod(ratio)])[:min(k, remaining - 1) + 1]  # P(N > i), i < min(k+1, R)
+    if not 1 <= e <= tail.size:
+        return None
+    mean = float(tail.sum())
+    second = float(((2 * np.arange(tail.size) + 1) * tail).sum())
+    scale = min(1.0, scale_cap / (mean - 1.0)) if mean > 1.0 else 1.0
+    return (mean - e) * scale, max(second - mean * mean, 0.0) * scale * scale
 
 
 def freedman_threshold(variation: float, bound: float, alpha: float) -> float:

@@ -67,6 +67,31 @@ def _child_class(cls, parent_cls, tokens, current, token):
     return np.where(found, cls[np.arange(cls.shape[0]), slot], -1)
 
 
+def _layout_problem(out, batch: int, width: int, vocab_size: int):
+    """``(message, evidence)`` where ``out`` is not [B, depth + 1] integer token ids in range, one or more per
+    row followed by -1 padding; else None."""
+    if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape != (batch, width):
+        shape = getattr(out, "shape", None)
+        return (f"output shape {shape} != [B, depth + 1] = {(batch, width)} (depth = the deepest node's depth in the "
+                "batch: the accepted path's tokens, the final token, then -1 padding)", {"shape": shape})
+    if not (np.issubdtype(out.dtype, np.integer) or out.size == 0):
+        return f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}
+    out = out.astype(np.int64, copy=False)
+    bad = (out < -1) | (out >= vocab_size)
+    if bad.any():
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        return (f"token {int(out[row, col])} at row {row}, position {col} is not in [0, {vocab_size}) or -1 padding",
+                {"row": row, "output": out[row].tolist()})
+    real = out >= 0
+    length = real.sum(axis=1)
+    holes = (real != (np.arange(width) < length[:, None])).any(axis=1) | (length == 0)
+    if holes.any():
+        row = int(np.flatnonzero(holes)[0])
+        return (f"row {row} is not one or more tokens followed by -1 padding: {out[row].tolist()}",
+                {"row": row, "output": out[row].tolist(), "rows": np.flatnonzero(holes)[:EVIDENCE_ROWS].tolist()})
+    return None
+
+
 def check_tree_output(out, parents, draft_token_ids, vocab_size: int, classes=None):
     """``(problem, parsed)``: ``problem`` is None or ``(message, evidence)`` naming the first contract
     violation of ``out`` (shape [B, depth + 1], integer, ids in range, -1 padding after at least one
@@ -74,42 +99,23 @@ def check_tree_output(out, parents, draft_token_ids, vocab_size: int, classes=No
 
     ``classes``, when the caller has them, is ``(cls, parent_cls, tokens)`` of :class:`TreeBlock`.
     """
-    batch, nodes = draft_token_ids.shape
-    if classes is None:
-        from ...exact._tree_kernels import slot_depths, slot_parents
+    from ...exact._tree_kernels import slot_depths, slot_parents
 
-        slot_parent = slot_parents(parents)
+    batch, nodes = draft_token_ids.shape
+    slot_parent = slot_parents(parents)
+    if classes is None:
         tokens = np.concatenate([np.full((batch, 1), -1), draft_token_ids], axis=1)
         cls = token_classes(slot_parent, tokens)
         parent_cls = np.concatenate([np.full((batch, 1), -1), cls[np.arange(batch)[:, None], slot_parent[:, 1:]]],
                                     axis=1)
-        width = int(slot_depths(slot_parent).max()) + 1
     else:
         cls, parent_cls, tokens = classes
-        width = None
-    if width is None:
-        from ...exact._tree_kernels import slot_depths, slot_parents
-
-        width = int(slot_depths(slot_parents(parents)).max()) + 1
-    if not isinstance(out, np.ndarray) or out.ndim != 2 or out.shape != (batch, width):
-        shape = getattr(out, "shape", None)
-        return (f"output shape {shape} != [B, depth + 1] = {(batch, width)} (depth = the deepest node's depth in the "
-                "batch: the accepted path's tokens, the final token, then -1 padding)", {"shape": shape}), None
-    if not (np.issubdtype(out.dtype, np.integer) or out.size == 0):
-        return (f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}), None
+    width = int(slot_depths(slot_parent).max()) + 1
+    problem = _layout_problem(out, batch, width, vocab_size)
+    if problem is not None:
+        return problem, None
     out = out.astype(np.int64, copy=False)
-    bad = (out < -1) | (out >= vocab_size)
-    if bad.any():
-        row, col = (int(v) for v in np.argwhere(bad)[0])
-        return (f"token {int(out[row, col])} at row {row}, position {col} is not in [0, {vocab_size}) or -1 padding",
-                {"row": row, "output": out[row].tolist()}), None
-    real = out >= 0
-    length = real.sum(axis=1)
-    holes = (real != (np.arange(width) < length[:, None])).any(axis=1) | (length == 0)
-    if holes.any():
-        row = int(np.flatnonzero(holes)[0])
-        return (f"row {row} is not one or more tokens followed by -1 padding: {out[row].tolist()}",
-                {"row": row, "output": out[row].tolist(), "rows": np.flatnonzero(holes)[:EVIDENCE_ROWS].tolist()}), None
+    length = (out >= 0).sum(axis=1)
     path = np.full((batch, width), -1, dtype=np.int64)
     path[:, 0] = 0
     current = np.zeros(batch, dtype=np.int64)

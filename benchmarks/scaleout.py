@@ -41,10 +41,11 @@ from _common import fmt_int, fmt_s, machine_lines, table  # noqa: E402
 
 from specdec_check import check_verifier, mode_for_tv, stats  # noqa: E402
 from specdec_check._settings import get_mode  # noqa: E402
-from specdec_check.checker import VERIFIER, check_options  # noqa: E402
-from specdec_check.checker.core.context import ScenarioRun  # noqa: E402
+from specdec_check.checker.chain.kind import VERIFIER  # noqa: E402
+from specdec_check.checker.core.context import ScenarioContext  # noqa: E402
 from specdec_check.checker.core.executors import available_cores  # noqa: E402
-from specdec_check.checker.chain.kind import law_plan  # noqa: E402
+from specdec_check.checker.core.options import check_options  # noqa: E402
+from specdec_check.checker.core.session import _plans  # noqa: E402
 from specdec_check.samplers import numpy_verify  # noqa: E402
 from specdec_check.scenarios import default_verifier_battery  # noqa: E402
 
@@ -133,11 +134,11 @@ def measure(scenarios, mode, repeats, include_dask):
 
 def law_plans(mode, scenarios=None) -> dict:
     """``{scenario: (law rows, shards)}`` the checker plans under ``mode`` (None: the default battery)."""
-    options = check_options(VERIFIER.checks, mode=mode)
+    options = check_options(VERIFIER, mode=mode)
     battery, _ = VERIFIER.prepare(scenarios, options.checks)
-    plans = [VERIFIER.plan(s, options) for s in battery]
-    ledger = stats.AlphaLedger(options.alpha, planned=sum(len(p) for p in plans))
-    return {s.name: law_plan(ScenarioRun(s, p, options, ledger, None, "")) for s, p in zip(battery, plans)}
+    ledger = stats.AlphaLedger(options.alpha, planned=max(1, sum(len(VERIFIER.plan(s, options)) for s in battery)))
+    return {plan.scenario.name: VERIFIER.law_plan(ScenarioContext(VERIFIER, plan, ledger, None))
+            for plan in _plans(VERIFIER, battery, options, ledger)}
 
 
 def _scaling_table(executors, best, reports, busy, rows, reference_label):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._options import cli_options, positive_int, seed_value
-from .._settings import DEFAULT_MODE, DEFAULT_SEED, KINDS, MODES, default_sampler
+from .._options import cli_options, option as table_option, positive_int, seed_value
+from .._settings import KINDS, default_sampler
 from ._errors import PROG, Parser
 
 __all__ = ["CHECK_EPILOG", "KIND_OF", "build_parser"]
@@ -63,8 +63,10 @@ def _add_mutants(sub) -> None:
                              epilog="Exit status: 0 every bug detected and every control passed, 1 otherwise, "
                                     "2 usage error.")
     mutants.add_argument("names", nargs="*", metavar="NAME", help="catalogue entries to run (default: all)")
-    mutants.add_argument("--mode", choices=tuple(MODES), default=DEFAULT_MODE, help="checker mode (default: %(default)s)")
-    mutants.add_argument("--seed", type=seed_value, default=DEFAULT_SEED, help="checker seed (default: %(default)s)")
+    for name in ("mode", "seed"):  # the check subcommands' own flags, from the one option table
+        entry = table_option(name)
+        kwargs = {k: v for k, v in entry.cli.items() if k != "short"}
+        mutants.add_argument(entry.flag, dest=name, default=entry.default, help=entry.help, **kwargs)
     mutants.add_argument("--no-progress", action="store_true", help="no progress bar")
     mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
     mutants.add_argument("--ragged", action="store_true",

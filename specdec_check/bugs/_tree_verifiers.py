@@ -37,7 +37,7 @@ def _ratio(residual_at, proposal_at):
 
 def _walk(parents, draft_token_ids, draft_probs, target_probs, generator, *, rule, renormalise=True,
           update_residual=True, final_row=None, bonus_row=None):
-    """The reference walk under ``rule`` ("iid", "without_replacement", "topk") with hooks:
+    """The reference walk under ``rule`` (one of :data:`specdec_check._settings.DRAFTING_SCHEMES`) with hooks:
 
     - ``renormalise``: the without-replacement proposal is renormalised after removing siblings;
     - ``update_residual``: the residual is updated after a rejected child (else every child is tested

@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from .._settings import DRAFTING_SCHEMES
 from ..exact._tree_drafting import check_drafting
 from ..models import HashedMarkovModel, mix
 from ._battery import markov_pair
@@ -49,7 +50,7 @@ LARGE_ROWS_PER_CALL = 16
 @functools.lru_cache(maxsize=1)
 def _tree_battery() -> tuple:
     """``((scenario, schemes it belongs to), ...)``."""
-    every = ("iid", "without_replacement", "topk")
+    every = DRAFTING_SCHEMES
     large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
     large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
     spec = [

@@ -17,7 +17,7 @@ from specdec_check import exact  # noqa: E402
 from specdec_check.adapters import AdapterSignatureError, from_hf_transformers  # noqa: E402
 from specdec_check.adapters.hf import from_hf_generate, hf_models, hf_processed, hf_scenarios, hf_warp  # noqa: E402
 from specdec_check.checker import check_generator  # noqa: E402
-from specdec_check.checker.chain.caller import CountingModel  # noqa: E402
+from specdec_check.checker.generator.caller import CountingModel  # noqa: E402
 from specdec_check.checker.generator.target_calls import freedman_threshold  # noqa: E402
 from specdec_check.models import MarkovModel  # noqa: E402
 

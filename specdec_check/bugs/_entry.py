@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["EXPECTED", "NO_REPORT", "CatalogueEntry", "check_expected"]
+__all__ = ["EXPECTED", "FLAGGED", "NO_REPORT", "CatalogueEntry", "check_expected", "ok_outcomes"]
 
 NO_REPORT = "class of bug, no specific report"
 
@@ -18,6 +18,21 @@ EXPECTED = ("failure", "inefficiency", "warning", "pass")
 def check_expected(expected: str) -> None:
     if expected not in EXPECTED:
         raise ValueError(f"expected must be one of {EXPECTED}; got {expected!r}.")
+
+
+#: The outcomes that flag a bug: a failure, an inefficiency, or a raise.
+FLAGGED = ("failure", "inefficiency", "error")
+
+
+def ok_outcomes(expected: str, *, inefficiency_may_fail: bool = False) -> tuple:
+    """The outcomes that are right for an entry that expects ``expected``: a bug is flagged, an exact entry
+    is never failed (an inefficiency or an edge-case warning is exactly what it says), a control passes;
+    inconclusive is never right. ``inefficiency_may_fail``: an inefficient entry that departs from the rule
+    it is judged under (a chain verifier without bonus tokens, judged under Algorithm 1's step law) is
+    rightly failed too."""
+    if expected == "failure" or (expected == "inefficiency" and inefficiency_may_fail):
+        return FLAGGED
+    return (expected,)
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,12 @@ class CatalogueEntry:
     def label(self) -> str:
         """The kind, as the mutation table names it."""
         return self.kind
+
+    @property
+    def ok_outcomes(self) -> tuple:
+        """The right outcomes: an inefficient chain entry departs from the standard rule's step law, so a
+        failure detects it too (:func:`ok_outcomes`)."""
+        return ok_outcomes(self.expected, inefficiency_may_fail=True)
 
     @property
     def judged_rule(self) -> str:

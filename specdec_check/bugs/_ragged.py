@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..samplers._ragged_numpy import _processed, _softmax, check_ragged_args
-from ._entry import NO_REPORT, check_expected
+from ._entry import NO_REPORT, check_expected, ok_outcomes
 
 __all__ = ["RAGGED_BUGS", "RAGGED_CONTROLS", "RaggedEntry", "ragged_catalogue", "ragged_mutation_score"]
 
@@ -121,6 +121,10 @@ class RaggedEntry:
     @property
     def label(self) -> str:
         return self.kind
+
+    @property
+    def ok_outcomes(self) -> tuple:
+        return ok_outcomes(self.expected)
 
     @property
     def judged_rule(self) -> str:

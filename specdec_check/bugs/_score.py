@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ._catalogue import catalogue
 
-__all__ = ["MutationRow", "MutationScore", "format_mutation_table", "mutation_score", "row_ok", "score_entries"]
+__all__ = ["MutationRow", "MutationScore", "format_mutation_table", "mutation_score", "score_entries"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class MutationRow:
     outcome: "failure", "inefficiency", "warning" or "pass" (the worst finding kind), "inconclusive"
     (no finding but not enough evidence), or "error" when the check itself raised. detected: the
     checker flagged the entry (any finding, or an exception raised by the sampler). ok: the outcome
-    is the one the entry expects (:func:`row_ok`). rule: the rule the entry was judged under.
+    is among the entry's ``ok_outcomes`` (:func:`specdec_check.bugs._entry.ok_outcomes`). rule: the rule the entry was judged under.
     """
 
     name: str
@@ -95,15 +95,6 @@ def _describe(report) -> tuple:
     return outcome, f"{', '.join(checks)}: {message}" if message else ", ".join(checks)
 
 
-def row_ok(expected: str, outcome: str) -> bool:
-    """Whether ``outcome`` is the right verdict for an entry ``expected`` to give it: a bug is flagged (a failure,
-    an inefficiency, or a raise), an exact entry is never failed (an inefficiency or an edge-case warning is
-    exactly what it says), a control passes. Inconclusive is never right."""
-    if expected == "failure":
-        return outcome in ("failure", "inefficiency", "error")
-    return outcome == expected
-
-
 def score_entries(entries, mode: str = "default", *, seed: int = 0, names=None, progress=None,
                   what: str = "catalogue") -> "MutationScore":
     """The mutation score of ``entries`` (any catalogue: chain, generator, tree, ragged): each entry's own
@@ -136,7 +127,7 @@ def score_entries(entries, mode: str = "default", *, seed: int = 0, names=None, 
         rows.append(MutationRow(
             name=e.name, kind=e.label, source=e.source, expected=e.expected,
             detected=outcome not in ("pass", "inconclusive"), outcome=outcome, finding=finding,
-            samples_used=samples, elapsed_s=time.perf_counter() - t0, ok=row_ok(e.expected, outcome),
+            samples_used=samples, elapsed_s=time.perf_counter() - t0, ok=outcome in e.ok_outcomes,
             rule=e.judged_rule))
     return MutationScore(mode=mode, seed=seed, rows=tuple(rows), elapsed_s=time.perf_counter() - start,
                          reports=reports)

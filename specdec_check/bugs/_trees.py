@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .._settings import DRAFTING_SCHEMES, RULES
 from . import _tree_verifiers as T
-from ._entry import NO_REPORT, check_expected
+from ._entry import NO_REPORT, check_expected, ok_outcomes
 from ._score import MutationScore, score_entries
 
 __all__ = ["TREE_BUGS", "TREE_CONTROLS", "TreeCatalogueEntry", "control_sglang_fixed", "one_hot_rule_on_iid_drafts",
@@ -59,6 +59,10 @@ class TreeCatalogueEntry:
     @property
     def label(self) -> str:
         return f"tree ({self.drafting})"
+
+    @property
+    def ok_outcomes(self) -> tuple:
+        return ok_outcomes(self.expected)
 
     @property
     def judged_rule(self) -> str:

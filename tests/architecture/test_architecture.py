@@ -38,7 +38,7 @@ def test_cycle_finder_finds_a_cycle(tmp_path):
 def test_a_plain_pytest_run_loads_no_numpy_hypothesis_or_internals(tmp_path):
     # An unrelated project in an environment where specdec-check is installed: the plugin loads
     # (entry point), but neither numpy, Hypothesis, nor any specdec_check module beyond the
-    # standard-library-only settings table and session state.
+    # standard-library-only settings and option tables and session state.
     (tmp_path / "test_unrelated.py").write_text(
         "import sys\n\n"
         "def test_modules():\n"
@@ -48,7 +48,8 @@ def test_a_plain_pytest_run_loads_no_numpy_hypothesis_or_internals(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith("LOADED"))
-    assert line == ("LOADED ['specdec_check', 'specdec_check._settings', 'specdec_check.pytest_plugin', "
+    assert line == ("LOADED ['specdec_check', 'specdec_check._options', 'specdec_check._settings', "
+                    "'specdec_check.pytest_plugin', "
                     "'specdec_check.suite', 'specdec_check.suite._session'] False False"), line
 
 

@@ -299,7 +299,7 @@ def test_wrong_scenario_type_is_type_error():
 def test_check_name_lists_are_exposed():
     assert set(VERIFIER_CHECKS) == {"screen", "contract", "non_finite", "impossible", "step_law", "first_token", "stop_conditional",
                                     "accepted_count", "efficiency", "determinism", "independence", "batch_invariance",
-                                    "completed"}
+                                    "completed", "zero_coins"}  # the zero-coin probe runs in every verifier kind
     # The completed-law check is rule="any"'s; the standard rule's checks are the rest.
     from specdec_check.checker.chain.kind import DEFAULT_CHECKS
     assert set(DEFAULT_CHECKS["standard"]) == set(VERIFIER_CHECKS) - {"completed"}

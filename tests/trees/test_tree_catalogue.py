@@ -21,11 +21,16 @@ def _scenarios(drafting):
 
 
 @pytest.mark.parametrize("entry", bugs.TREE_BUGS, ids=lambda e: e.name)
-def test_every_tree_bug_fails_with_its_finding(entry):
+def test_every_tree_bug_is_caught_with_its_finding(entry):
     report = check_tree_verifier(entry.sampler, drafting=entry.drafting, scenarios=_scenarios(entry.drafting),
                                  mode="quick", seed=0)
-    assert not report.passed, report.summary()
-    checks = {f.check for f in report.failures}
+    if entry.expected == "warning":  # an edge case of tiny probability: a warning with its rate (issue 25)
+        assert report.passed and report.verdict == "passed", report.summary()
+        found = report.warnings
+    else:
+        assert not report.passed, report.summary()
+        found = report.failures
+    checks = {f.check for f in found}
     assert checks & set(entry.finding), (entry.name, checks, report.summary())
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ...exact.kernels import acceptance, step_law_given_acceptance
 from ..checks.base import Check
-from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict
+from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict, \
+    independence_tests
 from ..core.kind import PlannedTest
 from ..core.tally import PitTally
 from .block import VerifierBlock
@@ -36,10 +37,7 @@ class Independence(Check):
         selection = options.checks
         if "independence" not in selection or options.rule != "standard":
             return []  # the collision laws are the standard rule's; under "any" only the screen's pairs apply
-        tests = [PlannedTest("independence_calls", "independence")]
-        if scenario.rows_per_call >= 2:
-            tests.append(PlannedTest("independence_rows", "independence"))
-        return tests
+        return independence_tests(scenario)
 
     def finish(self) -> None:
         ctx = self.ctx

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ... import stats
+from ..core.kind import PlannedTest
 from ..core.report import TestRecord
 from .base import Check
 
-__all__ = ["Determinism", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "RANDOMNESS_ROWS", "RANDOMNESS_SHARE",
+__all__ = ["Determinism", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "RANDOMNESS_ROWS", "RANDOMNESS_SHARE", "independence_tests",
            "collision_verdict"]
 
 #: Rows per call in the determinism and independence checks: pairs, not power, are what they need,
@@ -74,3 +75,12 @@ def collision_verdict(ctx, check, label, hits, probs, alpha, *, extra: str = SHA
                              {"collisions": hits, "pairs": int(probs.size), "expected": float(probs.sum()),
                               "pvalue": float(res.pvalue), **(evidence or {})})
     return bool(res.rejected)
+
+
+def independence_tests(scenario) -> list:
+    """The planned collision tests of an independence check: across calls, and across the rows of a call
+    where a call has two or more rows."""
+    tests = [PlannedTest("independence_calls", "independence")]
+    if scenario.rows_per_call >= 2:
+        tests.append(PlannedTest("independence_rows", "independence"))
+    return tests

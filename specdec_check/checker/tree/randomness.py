@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..checks.base import Check
-from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict
-from ..core.kind import PlannedTest
+from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict, \
+    independence_tests
 from .block import collision_probs
 from .caller import POOL_CELLS
 from .laws import tree_cells_per_call
@@ -28,12 +28,7 @@ class TreeIndependence(Check):
 
     @classmethod
     def plan(cls, scenario, options) -> list:
-        if "independence" not in options.checks:
-            return []
-        tests = [PlannedTest("independence_calls", "independence")]
-        if scenario.rows_per_call >= 2:
-            tests.append(PlannedTest("independence_rows", "independence"))
-        return tests
+        return independence_tests(scenario) if "independence" in options.checks else []
 
     def finish(self) -> None:
         ctx = self.ctx

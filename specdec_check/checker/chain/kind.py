@@ -16,7 +16,7 @@ from ..checks.completed import CompletedLaw
 from ..checks.probes import NonFiniteProbe, ZeroCoinProbe
 from ..checks.randomness import Determinism
 from ..core.api import run_check
-from ..core.kind import Kind
+from ..core.kind import Kind, rule_defaults
 from ..core.parts import shard_calls
 from ..core.report import CheckReport
 from ..core.verdict import classify
@@ -54,10 +54,8 @@ VERIFIER_CHECKS = (
 #: Checks of the standard rule's own laws: under rule="any" they do not apply (another lossless rule
 #: has other per-path laws); the rule-agnostic "completed" tests decide instead.
 STANDARD_ONLY_CHECKS = ("step_law", "stop_conditional", "accepted_count", "batch_invariance")
-#: The checks each rule selects by default: "completed" costs calls the standard rule's own tests
-#: make redundant, so it runs by default under "any" only (selectable under both).
-DEFAULT_CHECKS = {RULES[0]: tuple(c for c in VERIFIER_CHECKS if c != "completed"),
-                  RULES[1]: tuple(c for c in VERIFIER_CHECKS if c not in STANDARD_ONLY_CHECKS)}
+#: The checks each rule selects by default (:func:`~specdec_check.checker.core.kind.rule_defaults`).
+DEFAULT_CHECKS = rule_defaults(VERIFIER_CHECKS, STANDARD_ONLY_CHECKS)
 
 #: The checks of a battery scenario, in the order they start and finish: the law tests draw their
 #: PIT stream before the probes call, efficiency is judged before the randomness checks make their

@@ -30,6 +30,14 @@ class PlannedTest:
     check: str
 
 
+def rule_defaults(checks: tuple, standard_only: tuple) -> dict:
+    """The checks each rule selects by default: the rule-agnostic "completed" test costs calls the standard
+    rule's own tests make redundant, so it runs by default under "any" only (selectable under both); under
+    "any" the ``standard_only`` checks (the standard rule's own laws) do not apply."""
+    return {RULES[0]: tuple(c for c in checks if c != "completed"),
+            RULES[1]: tuple(c for c in checks if c not in standard_only)}
+
+
 class Kind:
     """The protocol of a sampler kind (see the module docstring); subclasses set the class attributes.
 

@@ -21,7 +21,7 @@ from ..checks.completed import CompletedLaw
 from ..checks.probes import NonFiniteProbe, ZeroCoinProbe
 from ..checks.randomness import Determinism
 from ..core.api import run_check
-from ..core.kind import Kind
+from ..core.kind import Kind, rule_defaults
 from ..core.parts import shard_calls
 from ..core.report import CheckReport
 from ..core.verdict import classify
@@ -55,10 +55,8 @@ TREE_CHECKS = (
 #: rule="any" they do not apply (another lossless rule has other per-tree laws); the rule-agnostic
 #: "completed" tests decide instead, with the first token (integrated over drafting, the target's row 0).
 STANDARD_ONLY_CHECKS = ("accepted_length", "final_token", "sequence_law", "independence")
-#: The checks each rule selects by default ("completed" costs target completions the reference rule's own
-#: tests make redundant, so it runs by default under "any" only; selectable under both).
-TREE_DEFAULT_CHECKS = {RULES[0]: tuple(c for c in TREE_CHECKS if c != "completed"),
-                       RULES[1]: tuple(c for c in TREE_CHECKS if c not in STANDARD_ONLY_CHECKS)}
+#: The checks each rule selects by default (:func:`~specdec_check.checker.core.kind.rule_defaults`).
+TREE_DEFAULT_CHECKS = rule_defaults(TREE_CHECKS, STANDARD_ONLY_CHECKS)
 
 #: The checks of a tree scenario in the order they start and finish: the law tests draw their PIT streams
 #: first, then the probes call; the law findings come before the randomness checks' (a lossy rule's outputs

@@ -158,3 +158,22 @@ def test_the_policy_table_is_the_only_place_a_class_is_chosen():
     assert set(CASES) == {"failure", "robustness", "edge_case", "inefficiency", "information"}
     with pytest.raises(ValueError, match="unknown finding case 'nan'"):
         finding_kind("nan", strict=False)
+
+
+def test_the_zero_coin_probe_ends_on_an_exact_sampler_that_draws_by_rejection():
+    # numpy's gumbel redraws while 1 - u == 1 and its normal ziggurat loops on an all-zero stream: the probe's
+    # generator is exactly 0 for its first 256 uniforms only, so an exact Gumbel-max verifier returns.
+    from specdec_check.checker.backends import make_backend
+    from specdec_check.checker.checks.probes import zero_generator
+
+    zero = zero_generator(make_backend("numpy"))
+    assert not zero.random(256).any() and zero.gumbel() != 0.0 and np.isfinite(zero.standard_normal())
+
+    def gumbel_max(*, draft_token_ids, draft_probs, target_probs, generator):
+        generator.gumbel(size=np.shape(target_probs))  # a draw the all-zero stream never ends
+        return samplers.numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs,
+                                     target_probs=target_probs, generator=generator)
+
+    report = check_verifier(gumbel_max, scenarios=[default_verifier_battery()[2]], mode="quick", seed=0,
+                            checks=["contract", "zero_coins"])
+    assert [r.passed for r in report.results if r.check == "zero_coins"] == [True]

@@ -30,17 +30,31 @@ __all__ = ["NonFiniteCase", "NonFiniteProbe", "ZeroCoinProbe", "zero_generator"]
 
 #: Byte offset of the MT19937 words in torch's CPU generator state (after a 24-byte header).
 MT_STATE_OFFSET = 24
+#: Leading MT19937 words of the numpy zero generator that are 0 (of 624): 256 float64 uniforms exactly 0,
+#: more than the probe's 8 rows of drafts use before the coin it watches; the rest keep a stream that ends
+#: numpy's rejection loops (see :func:`zero_generator`).
+ZERO_PREFIX_WORDS = 512
+#: Seed of the words after the zero prefix (any fixed seed: the probe's output is then reproducible).
+ZERO_PREFIX_SEED = 0x2E80
 #: Draws that must all be 0 before a torch generator is trusted as all-zero (more than one MT19937 twist).
 MT_CHECK_DRAWS = 2048
 
 
 def zero_generator(backend):
-    """A generator of the backend's kind whose every uniform draw is exactly 0 (an MT19937 whose state is all
-    zeros: its twist and tempering map zeros to zeros), or None where the backend's generator state cannot be
-    set (devices other than the CPU)."""
+    """A generator of the backend's kind whose uniform draws are exactly 0, or None where the backend's
+    generator state cannot be set (devices other than the CPU).
+
+    numpy: the first :data:`ZERO_PREFIX_WORDS` words of an MT19937 are 0 (tempering maps 0 to 0: the first
+    256 float64 uniforms, or 512 float32 ones, are exactly 0), then an ordinary stream follows. An all-zero
+    state would give zeros forever, and numpy's rejection samplers never return on it: ``gumbel`` redraws
+    while ``1 - u == 1``, the normal ziggurat's tail while ``0 <= 0``; an exact sampler drawing them would
+    hang the probe. torch (CPU): every word 0; its samplers (``rand``, ``multinomial``, ``exponential_``)
+    draw a fixed number of words."""
     if backend.name == "numpy":
+        key = np.random.MT19937(ZERO_PREFIX_SEED).state["state"]["key"].copy()
+        key[:ZERO_PREFIX_WORDS] = 0
         bits = np.random.MT19937(0)
-        bits.state = {"bit_generator": "MT19937", "state": {"key": np.zeros(624, dtype=np.uint32), "pos": 624}}
+        bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 0}}  # pos 0: key[0] comes next
         return np.random.Generator(bits)
     if backend.name == "torch" and str(backend.device).startswith("cpu"):
         import torch

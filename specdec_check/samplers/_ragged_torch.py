@@ -143,7 +143,9 @@ def _verify(ids, n, draft_probs, logits, temperature, top_k, top_p, min_p, gener
             hot = draft_probs.to(cdt)[flat]
         law = torch.where(recover[:, None], (law - hot).clamp(min=0), law)
     noise = torch.empty_like(law).exponential_(generator=generator)
-    sampled = (law / noise).argmax(dim=1)
+    # An Exp(1) draw of exactly 0 (a zero uniform; 2^-24 per float32 draw) makes 0 / 0 = NaN, which argmax
+    # would pick: a zero-probability entry never wins the race.
+    sampled = torch.where(law > 0, law / noise, torch.full_like(law, -1.0)).argmax(dim=1)
     token = torch.where(greedy, argmax[final_row], sampled)
     out = torch.full((batch, width), -1, dtype=torch.int64, device=device)
     if total:

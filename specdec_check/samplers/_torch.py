@@ -90,12 +90,15 @@ def sample_rows(weights: torch.Tensor, generator: torch.Generator) -> torch.Tens
 
     Exponential race: ``argmax_y w_y / E_y`` with ``E_y = -log U_y ~ Exp(1)`` i.i.d. from
     ``generator`` is ``y`` with probability ``w_y / sum(w)``; computed as ``argmax log(U_y) / w_y``.
-    Zero-weight and NaN entries never win (NaN is read as 0). A row with no positive weight returns 0.
+    Zero-weight and NaN entries never win (NaN is read as 0), even when a uniform is exactly 0. A row with no positive weight returns 0.
     """
     compute = _compute_dtype(weights.dtype)
     w = torch.fmax(weights.to(compute), torch.zeros((), dtype=compute, device=weights.device))  # NaN -> 0
     score = torch.rand(w.shape, generator=generator, dtype=compute, device=w.device)
-    score.log_().div_(w)  # log U < 0: w = 0 gives -inf; U = 0 gives -inf
+    # U = 0 (probability 2^-24 per float32 draw) would give every entry -inf and argmax would return
+    # entry 0 whatever its weight; the smallest normal number instead keeps zero weights losing.
+    score.clamp_(min=torch.finfo(compute).tiny)
+    score.log_().div_(w)  # log U < 0: w = 0 gives -inf
     return torch.argmax(score, dim=-1)
 
 

@@ -189,3 +189,17 @@ def test_cuda_global_rng_untouched():
     before = torch.cuda.get_rng_state().clone()
     torch_verify(**kw, generator=torch.Generator("cuda").manual_seed(1))
     assert torch.equal(torch.cuda.get_rng_state(), before)
+
+
+@pytest.mark.parametrize("reference", ["torch_verify", "torch_ragged_verify"])
+def test_references_emit_no_zero_probability_token_when_every_uniform_is_zero(reference):
+    """A uniform of exactly 0 (2^-24 per float32 draw): the exponential race gave every entry the same
+    score (log 0 = -inf, or 0 / 0 for a zero Exp(1) draw), so argmax returned token 0 though its target
+    probability was 0; the checker's zero-coin probe found it in both references."""
+    from specdec_check import checker, samplers
+
+    check = checker.check_verifier if reference == "torch_verify" else checker.check_ragged_verifier
+    report = check(getattr(samplers, reference), mode="quick", seed=0, backend="torch", checks=("zero_coins",))
+    probed = [r for r in report.to_dict()["results"] if r["check"] == "zero_coins"]
+    assert sum(r["method"] != "skipped" for r in probed) >= 3, probed
+    assert not report.findings, [f.message for f in report.findings]

@@ -16,13 +16,15 @@ difference and prints the first differing path of each report.
 after removing exactly that change from both, and every report it explains is listed as such:
 
 - ``zero-coin-probe`` (issue 25): the zero-coin probe runs in every verifier kind, so chain and
-  ragged reports gain the ``zero_coins`` check, its record per scenario and its one call.
+  ragged reports gain the ``zero_coins`` check, its record per scenario, its one call (also in an
+  inconclusive scenario's "over N calls") and, for samplers that mishandle a zero coin, its findings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -100,9 +102,17 @@ def _zero_coin_probe(before, after):
 
     before, ran_before = strip(before)
     after, ran_after = strip(after)
+    gained = ran_after - ran_before
     for scenario in after.get("scenarios", ()):
-        if scenario["name"] in ran_after - ran_before:
+        if scenario["name"] in gained:
             scenario["calls"] -= 1
+    # The probe's own findings (edge-case warnings of samplers that mishandle a zero coin), and the one call
+    # it adds to the call count that an inconclusive scenario's reason states.
+    after["findings"] = [f for f in after.get("findings", ()) if f.get("check") != "zero_coins"]
+    for item in after.get("inconclusive", ()):
+        if item.get("scenario") in gained and isinstance(item.get("reason"), str):
+            item["reason"] = re.sub(r"over (\d+) calls", lambda m: f"over {int(m.group(1)) - 1} calls",
+                                    item["reason"])
     return before, after
 
 

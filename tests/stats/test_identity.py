@@ -395,3 +395,24 @@ class TestIdentityTestPoissonizedFlag:
         a = identity_test(counts, probs, alpha=1e-6)
         b = identity_test(counts, probs, alpha=1e-6, poissonized=True)
         assert a.pvalue == b.pvalue and "Poissonized" in b.method and "fixed-n" in a.method
+
+
+# --------------------------------------------------------------------------- calibration over drawn laws
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from specdec_check.strategies import probability_vectors  # noqa: E402
+
+
+@settings(max_examples=40)
+@given(probs=probability_vectors(min_vocab=2, max_vocab=4), n=st.integers(1, 25),
+       alpha=st.sampled_from([1e-1, 1e-2, 1e-4, 1e-8]))
+def test_size_is_at_most_alpha_for_any_small_law(probs, n, alpha):
+    """Exact size on every drawn small case (zero cells, one-hot laws and near-ties included): the null
+    probability of {p-value <= alpha}, summed over the whole multinomial support, is <= alpha."""
+    k = len(probs)
+    outs = np.array([c for c in itertools.product(range(n + 1), repeat=k - 1) if sum(c) <= n])
+    counts = np.c_[outs, n - outs.sum(axis=1)]
+    pmf = stats.multinomial.pmf(counts, n, probs)
+    pv = identity_pvalues(counts, probs)
+    assert pmf[pv <= alpha].sum() <= alpha * (1 + 1e-9)

@@ -165,3 +165,27 @@ def test_successes_are_bounded_by_the_repeated_trials():
     assert poisson_binomial_test(6, [0.5, 0.5], alpha=0.01, repeats=3).n == 6
     with pytest.raises(ValueError, match="number of trials 6"):
         poisson_binomial_test(7, [0.5, 0.5], alpha=0.01, repeats=3)
+
+
+# --------------------------------------------------------------------------- properties over drawn trials
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TRIAL_PROBS = st.lists(st.one_of(st.sampled_from([0.0, 1.0, 0.5]), st.floats(0.0, 1.0)), min_size=1, max_size=9)
+
+
+@settings(max_examples=60)
+@given(p=_TRIAL_PROBS)
+def test_pmf_is_the_enumerated_law_for_any_trials(p):
+    p = np.array(p)
+    np.testing.assert_allclose(poisson_binomial_pmf(p), brute_pmf(p), atol=1e-12)
+
+
+@settings(max_examples=60)
+@given(p=_TRIAL_PROBS, alternative=st.sampled_from(["greater", "less"]), alpha=st.sampled_from([0.1, 1e-3, 1e-9]))
+def test_one_sided_size_is_at_most_alpha_for_any_trials(p, alternative, alpha):
+    """Exact size: the null probability of the rejection region of a one-sided test is <= alpha."""
+    p = np.array(p)
+    pmf = brute_pmf(p)
+    rejected = [poisson_binomial_test(s, p, alpha=alpha, alternative=alternative).rejected for s in range(p.size + 1)]
+    assert pmf[np.array(rejected)].sum() <= alpha * (1 + 1e-9)

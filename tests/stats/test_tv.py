@@ -105,3 +105,22 @@ class TestTvUpperBound:
     def test_bad_delta(self):
         with pytest.raises(ValueError, match="delta"):
             tv_upper_bound([1, 1], [0.5, 0.5], delta=0)
+
+
+# --------------------------------------------------------------------------- properties over drawn laws
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from specdec_check.strategies import probability_vectors  # noqa: E402
+
+
+@settings(max_examples=30)
+@given(probs=probability_vectors(min_vocab=2, max_vocab=4), n=st.integers(1, 12))
+def test_expected_null_tv_is_the_enumerated_mean_for_any_law(probs, n):
+    """``E TV(q_hat, p)`` of n draws from any drawn law, against the multinomial enumeration."""
+    k = len(probs)
+    outs = np.array([c for c in itertools.product(range(n + 1), repeat=k - 1) if sum(c) <= n])
+    counts = np.c_[outs, n - outs.sum(axis=1)]
+    pmf = stats.multinomial.pmf(counts, n, probs)
+    exact = (pmf * 0.5 * np.abs(counts / n - probs).sum(axis=1)).sum()
+    assert expected_null_tv(probs, n) == pytest.approx(exact, rel=1e-9, abs=1e-15)

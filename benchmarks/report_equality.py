@@ -18,6 +18,8 @@ after removing exactly that change from both, and every report it explains is li
 - ``zero-coin-probe`` (issue 25): the zero-coin probe runs in every verifier kind, so chain and
   ragged reports gain the ``zero_coins`` check, its record per scenario, its one call (also in an
   inconclusive scenario's "over N calls") and, for samplers that mishandle a zero coin, its findings.
+- ``better-rule-wording`` (issue 25): a rule that accepts more than the reference is told "a better
+  rule" only when its law tests passed ("not a better rule" when they failed).
 """
 
 from __future__ import annotations
@@ -111,12 +113,27 @@ def _zero_coin_probe(before, after):
     after["findings"] = [f for f in after.get("findings", ()) if f.get("check") != "zero_coins"]
     for item in after.get("inconclusive", ()):
         if item.get("scenario") in gained and isinstance(item.get("reason"), str):
-            item["reason"] = re.sub(r"over (\d+) calls", lambda m: f"over {int(m.group(1)) - 1} calls",
+            item["reason"] = re.sub(r"over ([\d,]+) calls", lambda m: f"over {int(m.group(1).replace(',', '')) - 1:,} calls",
                                     item["reason"])
     return before, after
 
 
-INTENDED = {"zero-coin-probe": _zero_coin_probe}
+#: The two endings of an efficiency finding of a rule that accepts more than the reference rule.
+_BETTER_RULE = re.compile(r"(: a better rule than the (standard one|reference)|; its output law failed the law tests, so "
+                          r"it buys acceptance with a loss: not a better rule)$")
+
+
+def _better_rule_wording(before, after):
+    """Both reports with the ending of "accepts more than the reference rule" findings removed: before,
+    every such finding said "a better rule"; now only a rule whose law tests passed is told so."""
+    for report in (before, after):
+        for f in report.get("findings", ()):
+            if f.get("check") == "efficiency" and isinstance(f.get("message"), str):
+                f["message"] = _BETTER_RULE.sub("", f["message"])
+    return before, after
+
+
+INTENDED = {"zero-coin-probe": _zero_coin_probe, "better-rule-wording": _better_rule_wording}
 
 
 def _first_difference(a, b, path="$"):

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: pytest-xdist workers per tier run: the README's test commands use 2 (the machines have 2 cores).
+WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,8 @@ def _run_tier(copy: Path, marker_args: list, timeout_s: int) -> tuple:
     env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
     started = time.monotonic()
     try:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *marker_args],
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-n", str(WORKERS), "-p", "no:cacheprovider",
+                               *marker_args],
                               cwd=copy, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return None, time.monotonic() - started, f"timed out after {timeout_s} s"

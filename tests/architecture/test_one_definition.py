@@ -79,3 +79,18 @@ def _literal_tuples(names: tuple) -> list:
 @pytest.mark.parametrize("names", [RULES, DRAFTING_SCHEMES], ids=["rules", "drafting schemes"])
 def test_rule_and_scheme_names_are_spelled_out_in_one_place(names):
     assert _literal_tuples(names) == ["specdec_check/_settings.py"]
+
+
+def test_ci_runs_the_readmes_two_test_commands_in_order():
+    """The README's "Two commands" section names the fast tier and the full suite; `.ci/run` runs exactly
+    those, fast first; pyproject's addopts makes the bare command the fast tier."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    section = root.joinpath("README.md").read_text().split("## Two commands on a fresh machine", 1)[1].split("\n## ", 1)[0]
+    commands = [line.split("&&")[-1].strip() for line in re.findall(r"^.*python -m pytest.*$", section, re.M)]
+    assert len(commands) == 2 and commands[1] == commands[0] + ' -m "slow or not slow"'
+    ci = [line.strip() for line in root.joinpath(".ci/run").read_text().splitlines() if line.startswith("python -m pytest")]
+    assert ci == commands
+    addopts = tomllib.loads(root.joinpath("pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert '-m "not slow"' in addopts

@@ -189,3 +189,16 @@ def test_one_sided_size_is_at_most_alpha_for_any_trials(p, alternative, alpha):
     pmf = brute_pmf(p)
     rejected = [poisson_binomial_test(s, p, alpha=alpha, alternative=alternative).rejected for s in range(p.size + 1)]
     assert pmf[np.array(rejected)].sum() <= alpha * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_rejected_exactly_when_the_pvalue_is_at_most_alpha(alternative):
+    """The size guarantee P(p <= alpha) <= alpha needs the boundary included: alpha equal to the p-value
+    rejects, the next float below does not (shared by every result type through TestResultMixin)."""
+    p = np.array([0.1, 0.2, 0.9, 0.5, 0.3])
+    for s in range(p.size + 1):
+        pvalue = poisson_binomial_test(s, p, alpha=0.5, alternative=alternative).pvalue
+        if not 0 < pvalue < 1:
+            continue
+        assert poisson_binomial_test(s, p, alpha=pvalue, alternative=alternative).rejected
+        assert not poisson_binomial_test(s, p, alpha=np.nextafter(pvalue, 0), alternative=alternative).rejected

@@ -116,3 +116,18 @@ def test_parse_step_decodes_stops_final_tokens_and_missing_bonus():
     assert step.accepted.tolist() == [3, 1, 0, 3]
     assert step.final.tolist() == [4, 0, 4, -1]
     assert step.emitted.tolist() == [4, 2, 1, 3]
+
+
+@pytest.mark.parametrize("stop", [0, 1, 2])
+def test_a_row_that_stops_without_its_final_token_is_named_at_every_position(stop):
+    """A rejection at any draft position, the last one included, must emit a recovered token: a row of
+    ``stop`` accepted drafts then padding is the dropped-final event (gamma = 3, so stop 2 is the last)."""
+    from specdec_check.checker.chain.contract import dropped_final, parse_step
+
+    drafts = np.array([[4, 5, 6], [4, 5, 6]])
+    out = np.array([[4, 5, 6, 1], [4, 5, 6, 1]])  # row 0 fully accepted with its bonus
+    out[1, stop:] = -1
+    found = dropped_final(parse_step(out, drafts), drafts, out)
+    assert found is not None and found[1]["event"] == "dropped_final" and found[1]["row"] == 1
+    whole = np.array([[4, 5, 6, -1]])  # every draft accepted, no bonus: lossless (an inefficiency), not this event
+    assert dropped_final(parse_step(whole, drafts[:1]), drafts[:1], whole) is None

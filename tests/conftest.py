@@ -87,7 +87,11 @@ SLOW = {
     "stats/test_identity.py::TestIdentityTestSize::test_poisson_mean_false_alarm_rate[probs2-1500.0]": 6,
     "stats/test_sequential.py::TestSequentialIdentityTest::test_stops_five_times_earlier_than_fixed_n": 6,
     "torch/test_torch_backend.py::test_torch_generate_passes_the_checker[float32]": 5,
-    "torch/test_torch_backend.py::test_torch_verify_passes_the_checker": 37,
+    # [bfloat16] stays fast: the one low-precision run of the impossible-event tolerance (the fault check's
+    # "tolerance widens the wrong way" fails it and no other fast test)
+    "torch/test_torch_backend.py::test_torch_verify_passes_the_checker[float64]": 9,
+    "torch/test_torch_backend.py::test_torch_verify_passes_the_checker[float32]": 9,
+    "torch/test_torch_backend.py::test_torch_verify_passes_the_checker[float16]": 9,
     "trees/test_tree_checker.py::test_each_reference_passes_its_battery_in_quick_mode[without_replacement]": 7,
     "trees/test_tree_checker.py::test_each_reference_passes_its_battery_in_quick_mode[topk]": 7,
     "trees/test_tree_checker.py::test_rows_sharing_coins_are_caught": 8,

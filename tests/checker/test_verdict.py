@@ -26,3 +26,13 @@ def test_a_scenario_short_of_the_design_tv_is_a_gap(achieved, gap):
 def test_no_law_test_anywhere_is_one_gap_for_the_whole_run():
     assert [n for n, _ in evidence_gaps([_summary("a", None), _summary("b", None)], 0.06)] == ["(all)"]
     assert evidence_gaps([_summary("a", None), _summary("b", 0.05)], 0.06) == ()
+
+
+@pytest.mark.parametrize("rows, within", [(1, False), (2, True), (3, True)])
+def test_calls_of_two_or_more_rows_plan_the_within_call_independence_test(rows, within):
+    """Rows of one call must be independent: any call that holds a pair of rows (two rows included) gets
+    the within-call collision test, besides the across-calls one."""
+    from specdec_check.checker.checks.randomness import independence_tests
+
+    names = [t.name for t in independence_tests(SimpleNamespace(rows_per_call=rows))]
+    assert names == ["independence_calls"] + (["independence_rows"] if within else [])

@@ -94,8 +94,11 @@ FAULTS = (
           "the exact step law accepts with max(p, q)"),
     Fault("specdec_check/exact/_tree_kernels.py", "np.where(residual_at > 0, 1.0, 0.0))",
           "np.where(residual_at > 0, 0.0, 0.0))", "a tree child of draft probability 0 is never accepted"),
-    Fault("specdec_check/exact/_recursion.py", "codes = codes * (vocab + 1) + new_ctx[:, i]",
-          "codes = codes * vocab + new_ctx[:, i]", "context codes collide (padding and token 0)"),
+    # (Not ``codes * vocab`` for ``codes * (vocab + 1)``: contexts are left-padded with V, and base V is still
+    # injective on those (every count of leading pads owns a disjoint range), so that mutant is equivalent.)
+    Fault("specdec_check/exact/_recursion.py", "np.add.at(pair[t - 1], ctx[:, -1], weights[:, None] * probs)",
+          "np.add.at(pair[t - 1], ctx[:, 0], weights[:, None] * probs)",
+          "the pair law conditions on the oldest context token, not the newest"),
     Fault("specdec_check/checker/tree/contract.py", "bad = (out < -1) | (out >= vocab_size)",
           "bad = (out < -1) | (out > vocab_size)", "off by one: token id V is in range for trees"),
     Fault("specdec_check/checker/tree/contract.py", "real = out >= 0", "real = out > 0",
@@ -120,8 +123,14 @@ FAULTS = (
 )
 
 
+#: pyproject's ``package-dir``: folders that install under another name (the copy is imported through
+#: ``PYTHONPATH``, not installed, so it gets them where the installed package has them).
+PACKAGE_DIRS = {"strategies": "specdec_check/strategies"}
+
+
 def _copy_tree(dest: Path) -> None:
-    """The tracked and untracked-but-not-ignored files of the working tree (what the tests import)."""
+    """The tracked and untracked-but-not-ignored files of the working tree (what the tests import), with
+    :data:`PACKAGE_DIRS` also copied where they install."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
                            capture_output=True, text=True).stdout.splitlines()
     for name in files:
@@ -129,6 +138,24 @@ def _copy_tree(dest: Path) -> None:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+    for folder, installed in PACKAGE_DIRS.items():
+        shutil.copytree(dest / folder, dest / installed)
+
+
+def _check_copy(copy: Path, folders: tuple, timeout_s: int) -> None:
+    """The unfaulted copy imports from itself and passes the tests run first, so that a failure under a
+    fault is the fault's (not an import of the installed package, nor a test failing anyway)."""
+    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+    probe = ("import specdec_check, specdec_check.strategies as s, sys; "
+             "print(specdec_check.__file__); print(s.__file__)")
+    where = subprocess.run([sys.executable, "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
+    if where.returncode or any(not line.startswith(str(copy)) for line in where.stdout.split()):
+        raise SystemExit(f"the copy does not import from itself:\n{where.stdout}{where.stderr}")
+    if folders:
+        caught, took, first = _run_tier(copy, sorted(folders), timeout_s)
+        if caught is not False:
+            raise SystemExit(f"the unfaulted copy fails its own tests ({first}): fix that first")
+        print(f"baseline: the unfaulted copy passes {', '.join(sorted(folders))} in {took:.0f} s", flush=True)
 
 
 def _apply(copy: Path, fault: Fault) -> None:
@@ -178,6 +205,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", type=int, default=None, help="fault numbers (1-based) to run")
     parser.add_argument("--no-slow", action="store_true", help="do not try missed faults on the slow tier")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip the unfaulted copy's run of the first-run folders (its import check stays)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per tier run (default 1800)")
     args = parser.parse_args(argv)
     chosen = [(i, f) for i, f in enumerate(FAULTS, 1) if args.only is None or i in args.only]
@@ -185,6 +214,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="specdec-faults-") as tmp:
         pristine = Path(tmp) / "pristine"
         _copy_tree(pristine)
+        _check_copy(pristine, () if args.no_baseline else {t for _, f in chosen for t in _first_tests(f)},
+                    args.timeout)
         for i, fault in chosen:
             copy = Path(tmp) / f"fault-{i}"
             shutil.copytree(pristine, copy)

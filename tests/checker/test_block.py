@@ -392,3 +392,17 @@ def test_law_tables_rank_keys_whose_product_would_overflow():
     np.testing.assert_array_equal(law.target[row], target.probs_at(contexts))
     np.testing.assert_array_equal(law.draft[row], draft.probs_at(contexts))
     assert mix(target, draft, 0.5).num_law_keys is None  # 2^100 keys would not fit in int64
+
+
+
+def test_the_screen_overflow_probe_counts_a_rejection_of_the_last_draft():
+    """Every rejection is a trial of the overflow probe, the one at the last of the 7 drafts included
+    (there a one-hot draft at token 9 * 6 = 54 leaves residual tokens 55..62, the last being 62)."""
+    from types import SimpleNamespace
+
+    from specdec_check.checker.chain.screen import overflow_trials
+
+    ids = np.tile(np.arange(7) * 9, (4, 1))
+    step = SimpleNamespace(accepted=np.array([0, 6, 7, 6]), final=np.array([8, 62, 70, 55]))
+    hits, probs = overflow_trials(ids, step)
+    assert (hits, probs.size) == (2, 3) and probs.tolist() == [1 / 8] * 3

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 import pytest
 
 from specdec_check.checker.core.verdict import evidence_gaps
@@ -36,3 +38,88 @@ def test_calls_of_two_or_more_rows_plan_the_within_call_independence_test(rows, 
 
     names = [t.name for t in independence_tests(SimpleNamespace(rows_per_call=rows))]
     assert names == ["independence_calls"] + (["independence_rows"] if within else [])
+
+
+class _Recorder:
+    """The two calls classify makes, kept as (kind, check) pairs, over a fixed list of test records."""
+
+    def __init__(self, records):
+        self.records, self.findings = records, []
+
+    def failure(self, check, message, evidence=None):
+        self.findings.append(("failure", check))
+
+    def inefficiency(self, check, message, evidence=None):
+        self.findings.append(("inefficiency", check))
+
+
+class _Wording:
+    output_law_checks = ("first_token",)
+    acceptance_checks = ("accepted_count",)
+
+    def law_failure(self, ctx, record):
+        return "law", {}
+
+    def acceptance(self, ctx, counts):
+        return counts.measured, counts.reference, "", {}
+
+    def inefficient(self, ctx, measured, reference):
+        return "inefficient"
+
+    def acceptance_failure(self, measured, reference, record):
+        return "acceptance"
+
+    def bonus_missing(self, missing):
+        return None
+
+
+def _classify(rule, *, law_passed, measured, reference=1.0):
+    from specdec_check.checker.core.verdict import classify
+
+    records = [SimpleNamespace(check="first_token", passed=law_passed, pvalue=0.5 if law_passed else 1e-9),
+               SimpleNamespace(check="accepted_count", passed=False, pvalue=1e-9)]
+    ctx = SimpleNamespace(recorder=_Recorder(records), options=SimpleNamespace(rule=rule))
+    classify(ctx, SimpleNamespace(measured=measured, reference=reference), _Wording())
+    return ctx.recorder.findings
+
+
+@pytest.mark.parametrize("law_passed, measured, expected", [
+    (True, 0.8, [("inefficiency", "efficiency")]),                 # exact law, accepts less: lossless, slow
+    (True, 1.2, [("failure", "accepted_count")]),                  # accepts more than optimal: impossible if exact
+    (False, 0.8, [("failure", "first_token"), ("failure", "accepted_count")]),  # law wrong: never "inefficient"
+])
+def test_a_rejected_acceptance_test_is_an_inefficiency_only_when_the_law_is_exact_and_it_accepts_less(
+        law_passed, measured, expected):
+    assert _classify("standard", law_passed=law_passed, measured=measured) == expected
+
+
+def test_under_rule_any_the_acceptance_count_is_not_judged_against_the_standard_rule():
+    """A lossless rule other than the standard one may accept at any rate: only its law is judged."""
+    assert _classify("any", law_passed=True, measured=0.5) == []
+    assert _classify("any", law_passed=False, measured=0.5) == [("failure", "first_token")]
+
+
+class _LedgerRecorder(_Recorder):
+    def __init__(self):
+        super().__init__([])
+
+    def record(self, record):
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("hits", [0, 1, 3, 6])
+def test_the_collision_test_p_value_is_the_exact_binomial_tail_of_the_pair_probabilities(hits):
+    """With ten pairs each colliding with probability 0.1 under independence, the one-sided p-value of
+    ``hits`` collisions is P(Binomial(10, 0.1) >= hits), and the expected count is 1.0 (probabilities a
+    rounding error above 1 are clipped, never doubled or dropped)."""
+    from scipy.stats import binom
+
+    from specdec_check.checker.checks.randomness import collision_verdict
+
+    ctx = SimpleNamespace(scenario=SimpleNamespace(name="s"), recorder=_LedgerRecorder())
+    probs = np.array([0.1] * 10 + [1.0 + 1e-15])
+    rejected = collision_verdict(ctx, "independence", "calls", hits + 1, probs, 1e-3)
+    (record,) = ctx.recorder.records
+    assert record.details["expected"] == pytest.approx(2.0)
+    assert record.pvalue == pytest.approx(binom.sf(hits - 1, 10, 0.1), rel=1e-9)
+    assert rejected == (record.pvalue <= 1e-3) == (ctx.recorder.findings == [("failure", "independence")])

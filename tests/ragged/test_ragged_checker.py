@@ -207,3 +207,18 @@ def test_law_tests_are_calibrated_on_the_exact_reference():
     for check, values in pvalues.items():
         assert len(values) == 30
         assert sps.kstest(values, "uniform", alternative="greater").pvalue > 1e-6, (check, sorted(values)[:5])
+
+
+def test_each_requests_pit_bins_add_up_to_the_pooled_bins_edges_included():
+    """The per-request PIT bins (which request a deviation comes from) bin exactly as the pooled test
+    does: [k/bins, (k+1)/bins), with u = 1 in the last bin."""
+    from types import SimpleNamespace
+
+    from specdec_check.checker.ragged.laws import RequestPitTally
+
+    tally = RequestPitTally(SimpleNamespace(name="s"), "first_token", bins=4, alpha=1e-3, num_requests=2,
+                            describe=str)
+    u = np.array([0.0, 0.25, 0.5, 0.74, 0.75, 0.999, 1.0, 1.0])
+    tally.add_requests(u, np.array([0, 0, 0, 0, 1, 1, 1, 0]))
+    assert tally.per_request.tolist() == [[1, 1, 2, 1], [0, 0, 0, 3]]
+    assert tally.per_request.sum(axis=0).tolist() == tally.counts.tolist() == [1, 1, 2, 4]

@@ -275,3 +275,18 @@ def test_a_scenario_from_rows_drafts_every_call():
     scenario = TreeScenario.from_rows("rows", parents=star_tree(3), target_probs=rows, draft_probs=rows[::-1])
     report = check_tree_verifier(samplers.numpy_verify_tree_iid, drafting="iid", scenarios=[scenario], mode="quick")
     assert report.passed, report.summary()
+
+
+@pytest.mark.parametrize("row, message", [
+    ([6, -1, -1], "token 6 at row 0, position 0 is not in [0, 6)"),    # V itself is out of range
+    ([-2, -1, -1], "token -2 at row 0, position 0 is not in [0, 6)"),  # only -1 pads
+    ([-1, -1, -1], "is not one or more tokens"),                        # an empty row emits nothing
+    ([4, -1, 1], "is not one or more tokens"),                          # a hole before the last token
+])
+def test_the_tree_layout_edges_are_contract_violations(row, message):
+    """The edges of the layout contract, one at a time: ids in [0, V), -1 padding only after at least one token."""
+    parents = np.array([[-1, -1, 0, 1, 1]])
+    drafts = np.array([[4, 4, 2, 2, 3]])
+    problem, parsed = check_tree_output(np.array([row]), parents, drafts, 6)
+    assert parsed is None and message in problem[0], problem
+    assert check_tree_output(np.array([[5, -1, -1]]), parents, drafts, 6)[0] is None  # V - 1 is in range

@@ -189,3 +189,28 @@ def test_bad_trees_and_rules_are_named():
         exact.tree_step_law([-1], [[0]], np.full((1, 2, 2), 0.5), np.full((1, 2, 2), 0.5), rule="greedy")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         ThresholdRule(1.5, 1.0)
+
+
+@pytest.mark.parametrize("rule", ["iid", "without_replacement"])
+def test_a_child_the_draft_row_gives_probability_zero_is_accepted_exactly_when_the_residual_wants_it(rule):
+    """``min(1, r(x) / q(x))`` with ``q(x) = 0`` is 1 when ``r(x) > 0`` and 0 otherwise (SpecInfer,
+    Algorithm 2): children given by the caller need not be in the draft row's support."""
+    rng = np.random.default_rng(22)
+    parents, vocab = [-1, -1, 0], 5
+    draft = _rows(rng, 8, len(parents) + 1, vocab, zeros=True)
+    target = _rows(rng, 8, len(parents) + 1, vocab, zeros=False)
+    ids = rng.integers(0, vocab, size=(8, len(parents)))
+    first = ids[:, 0]
+    draft[np.arange(8), 0, first] = 0.0  # the first root child was never drawable
+    draft /= draft.sum(-1, keepdims=True)
+    target[np.arange(0, 8, 2), 0, first[::2]] = 0.0  # ... and in even rows the target does not want it either
+    target /= target.sum(-1, keepdims=True)
+    law = exact.tree_step_law(parents, ids, draft, target, rule=rule)
+    accepted_first = law[:, [1, 3]].sum(axis=(1, 2))  # the walk stops at node 0 or at its child, node 2
+    np.testing.assert_allclose(accepted_first, np.arange(8) % 2, atol=1e-12)  # r = p at the first child
+    for b in range(ids.shape[0]):
+        brute = brute_step_law(parents, ids[b].tolist(), draft[b].tolist(), target[b].tolist(), rule)
+        dense = np.zeros_like(law[b])
+        for (slot, y), p in brute.items():
+            dense[slot, y] = p
+        np.testing.assert_allclose(law[b], dense, atol=1e-12)

@@ -23,7 +23,7 @@ from .block import VerifierBlock
 from .contract import check_output, parse_step
 from .counts import structural
 
-__all__ = ["Screen", "screen_plan"]
+__all__ = ["Screen", "overflow_trials", "screen_plan"]
 
 #: The screen's exact tests in the order they run: (planned test, check that selects it).
 _TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
@@ -35,6 +35,16 @@ def screen_plan(scenario, options) -> list:
     """The screen's planned statistical tests under ``options.checks`` (none without "screen")."""
     selection = options.checks
     return [PlannedTest(test, check) for test, check in _TESTS if check in selection] if "screen" in selection else []
+
+
+def overflow_trials(draft_token_ids, step) -> tuple:
+    """``(hits, probs)`` of the overflow probe: every row that rejected a draft (at any position, the
+    last included) and emitted a recovered token is a trial, a hit when that token is the last of the
+    position's :data:`OVERFLOW_TOKENS` residual tokens (probability ``1 / OVERFLOW_TOKENS`` each)."""
+    gamma = draft_token_ids.shape[1]
+    rejected = np.flatnonzero((step.accepted < gamma) & (step.final >= 0))
+    last = draft_token_ids[rejected, step.accepted[rejected]] + OVERFLOW_TOKENS
+    return int((step.final[rejected] == last).sum()), np.full(rejected.size, 1.0 / OVERFLOW_TOKENS)
 
 
 class Screen(Check):
@@ -161,15 +171,9 @@ class Screen(Check):
 
     def overflow(self):
         """Residuals uniform on 8 tokens (mass 0.1): a recovered token is the last of them w.p. 1/8."""
-        gamma = self.ctx.scenario.gamma
-
-        def count(draw, out, step):
-            rejected = np.flatnonzero((step.accepted < gamma) & (step.final >= 0))
-            last = draw.draft_token_ids[rejected, step.accepted[rejected]] + OVERFLOW_TOKENS
-            return int((step.final[rejected] == last).sum()), np.full(rejected.size, 1.0 / OVERFLOW_TOKENS)
-
         self.probe_test(probe="overflow", rows=self.ctx.scenario.overflow_rows, check="stop_conditional",
-                        method=f"recovered token on the last of {OVERFLOW_TOKENS} equal residual tokens", count=count,
+                        method=f"recovered token on the last of {OVERFLOW_TOKENS} equal residual tokens",
+                        count=lambda draw, out, step: overflow_trials(draw.draft_token_ids, step),
                         message=f"recovered tokens were the last of {OVERFLOW_TOKENS} equally likely residual tokens: "
                                 "the residual is not sampled from its normalised law (an unnormalised inverse CDF "
                                 "overflowing onto the last token?)")

@@ -53,6 +53,15 @@ VERIFIER_BUGS = (
     _v("rows_share_uniforms", B.rows_share_uniforms,
        "Every row uses row 0's uniforms: each row's law is exact, rows are dependent.",
        "NVIDIA/TensorRT-LLM#19487"),
+    _v("antithetic_row_pairs", B.antithetic_row_pairs,
+       "Row 2k+1 uses 1 - u of row 2k: each row's law is exact, paired rows agree too rarely.",
+       NO_REPORT + " (an adversarial try of this project, issue 29)"),
+    _v("stratified_rows", B.stratified_rows,
+       "The rows of a call take the strata [i/B, (i+1)/B) of each uniform in a random order: each row's law "
+       "is exact, rows are dependent.", NO_REPORT + " (an adversarial try of this project, issue 29)"),
+    _v("systematic_rows", B.systematic_rows,
+       "One uniform per position for the whole call, row pi(i) gets (i + v)/B: each row's law is exact, rows "
+       "are dependent.", NO_REPORT + " (an adversarial try of this project, issue 29)"),
     _v("generator_ignored", B.generator_ignored,
        "The generator is ignored and a fresh default_rng(0) is used on every call.",
        NO_REPORT + " (related: vllm-project/vllm#6038, per-request seed not respected)"),

@@ -34,6 +34,9 @@ __all__ = [
     "residual_one_position_late",
     "residual_swapped",
     "rows_share_uniforms",
+    "antithetic_row_pairs",
+    "stratified_rows",
+    "systematic_rows",
     "safe_division_epsilon",
     "sampled_match",
     "target_rows_shifted",
@@ -367,6 +370,46 @@ def rows_share_uniforms(*, draft_token_ids, draft_probs, target_probs, generator
     batch, gamma = ids.shape
     u = np.broadcast_to(generator.random((1, gamma + 1)), (batch, gamma + 1))
     return assemble(ids, *_standard(ids, q, p, u))
+
+
+def antithetic_row_pairs(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Row ``2k + 1`` uses ``1 - u`` of row ``2k`` (antithetic variates, a variance-reduction habit).
+
+    Each row's own law is exact; paired rows agree too rarely (their accepted counts are negatively
+    correlated). Source: issue 29 of this project (an adversarial try); no upstream report.
+    """
+    ids, q, p = as_arrays(draft_token_ids, draft_probs, target_probs)
+    batch, gamma = ids.shape
+    u = generator.random((batch, gamma + 1))
+    u[1::2] = 1.0 - u[0::2][: batch // 2]
+    return assemble(ids, *_standard(ids, q, p, u))
+
+
+def stratified_rows(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Stratified uniforms across a call's rows: at each position the rows take the strata
+    ``[i / B, (i + 1) / B)`` in a random order (a Latin hypercube over the batch).
+
+    Each row's own law is exact; two rows of one call never share a stratum, so in a two-row call one
+    accepts a draft of acceptance probability 1/2 exactly when the other rejects it. Source: issue 29
+    of this project (an adversarial try); no upstream report.
+    """
+    ids, q, p = as_arrays(draft_token_ids, draft_probs, target_probs)
+    batch, gamma = ids.shape
+    strata = np.stack([generator.permutation(batch) for _ in range(gamma + 1)], axis=1)
+    return assemble(ids, *_standard(ids, q, p, (strata + generator.random((batch, gamma + 1))) / batch))
+
+
+def systematic_rows(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Systematic uniforms across a call's rows: one offset ``v`` per position, row ``pi(i)`` gets
+    ``(i + v) / B`` (systematic resampling's layout).
+
+    Each row's own law is exact; the rows of a call are functions of one uniform per position.
+    Source: issue 29 of this project (an adversarial try); no upstream report.
+    """
+    ids, q, p = as_arrays(draft_token_ids, draft_probs, target_probs)
+    batch, gamma = ids.shape
+    strata = np.stack([generator.permutation(batch) for _ in range(gamma + 1)], axis=1)
+    return assemble(ids, *_standard(ids, q, p, (strata + generator.random((1, gamma + 1))) / batch))
 
 
 def generator_ignored(*, draft_token_ids, draft_probs, target_probs, generator):

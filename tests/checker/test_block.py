@@ -14,6 +14,7 @@ from specdec_check import check_verifier, stats
 from specdec_check.bugs import CONTROLS, entry
 from specdec_check.checker.chain.block import MAX_REUSE, REUSE_CELLS, VerifierBlock, reuse_count
 from specdec_check.checker.chain.contract import check_output
+from specdec_check.checker.chain.screen import COUPLING_PAIRS
 from specdec_check.exact import path_step_law
 from specdec_check.samplers import numpy_verify
 from specdec_check.models import mix
@@ -204,6 +205,9 @@ _SCREENED = {
     "greedy_recovery": ("failure", "independence", 30), "generator_ignored": ("failure", "independence", 38),
     "one_uniform_per_row": ("failure", "accepted_count", 62),
     "unnormalised_inverse_cdf": ("failure", "stop_conditional", 90),
+    # then the coupling tests, after those 90 rows: 32 two-row calls of half rows (64 rows)
+    "antithetic_row_pairs": ("failure", "independence", 90 + 64), "stratified_rows": ("failure", "independence", 154),
+    "systematic_rows": ("failure", "independence", 154),
     "recovered_with_failed_uniform": ("failure", "stop_conditional", 90),
 }
 
@@ -223,9 +227,9 @@ def test_screen_passes_exact_controls(control):
     assert not report.findings, [f.message for f in report.findings]
     # The screen alone runs no law test: no finding, but no exactness verdict either.
     assert report.verdict == "inconclusive" and "no law test ran" in report.inconclusive[0][1]
-    assert report.samples_used == 64 + 6 + 24 + 16 + 28
+    assert report.samples_used == 64 + 6 + 24 + 16 + 28 + 2 * 2 * COUPLING_PAIRS
     assert [r.check for r in report.results] == ["first_token", "independence", "independence", "accepted_count",
-                                                 "stop_conditional", "screen"]
+                                                 "stop_conditional", "independence", "independence", "screen"]
 
 
 def test_screen_is_first_in_the_battery_and_can_be_deselected():

@@ -7,15 +7,15 @@ import numpy as np
 
 from ...exact.kernels import acceptance, step_law_given_acceptance
 from ..checks.base import Check
-from ..checks.randomness import MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, RANDOMNESS_SHARE, collision_verdict, \
-    independence_tests
+from ..checks.randomness import INDEPENDENCE_TESTS_PER_PAIRING, MAX_PAIRS, MIN_CALLS, MIN_PAIRS, RANDOMNESS_ROWS, \
+    RANDOMNESS_SHARE, collision_verdict, independence_tests, pair_pit_verdict
 from ..core.kind import PlannedTest
 from ..core.tally import PitTally
-from .block import VerifierBlock
+from .block import VerifierBlock, pit_from_bounds
 from .contract import parse_step
 from .laws import PATH_LAW_MAX_VOCAB, cells_per_call
 
-__all__ = ["BatchInvariance", "Independence"]
+__all__ = ["BatchInvariance", "Independence", "PairPits"]
 
 #: Smallest batch the batch-invariance check looks at: below 16 rows a batch effect has no room.
 BATCH_INVARIANCE_MIN_ROWS = 16
@@ -28,9 +28,11 @@ BATCH_BINS = 16
 class Independence(Check):
     """Identical inputs, fresh generators: outputs collide with probability ``sum_o P(o)^2`` per pair,
     so the number of identical pairs is exactly Poisson-binomial, across calls and across the rows
-    of one call."""
+    of one call; and the pair's two outputs are independent, so the joint PIT of their accepted counts
+    (and of their final tokens) is uniform on the unit square (:func:`pair_pit_verdict`)."""
 
-    power = "exact one-sided Poisson-binomial collision counts over 200 to 4000 pairs"
+    power = ("exact one-sided Poisson-binomial collision counts, and two-sided joint-PIT identity tests of the "
+             "accepted count and the final token, over 200 to 4000 identical-input pairs")
 
     @classmethod
     def plan(cls, scenario, options) -> list:
@@ -46,15 +48,15 @@ class Independence(Check):
             if name in ctx.planned and not ctx.stopped:
                 self.collisions(pairs, within_call=within)
 
-    def collision_probs(self, draw):
-        block = VerifierBlock(draw, conditional=True, tables=self.caller.tables)
-        return block.collision_probs(bonus_missing=bool(self.counts.bonus_missing))
-
     def collisions(self, pairs, *, within_call):
+        """The collision count of identical-input pairs (one-sided: rows agreeing too often) and, on the
+        same pairs, the joint PIT of their accepted counts and of their final tokens (two-sided: rows
+        agreeing too rarely as well), each at a third of the pairing's alpha."""
         ctx, caller, s = self.ctx, self.caller, self.ctx.scenario
         label = "rows within a call" if within_call else "calls with fresh generators"
-        alpha = ctx.spend("independence_rows" if within_call else "independence_calls")
+        alpha = ctx.spend("independence_rows" if within_call else "independence_calls") / INDEPENDENCE_TESTS_PER_PAIRING
         hits, probs, n_calls = 0, [], 0
+        pit = PairPits(np.random.default_rng(ctx.rng.integers(2**63)))
         max_calls = max(MIN_CALLS, min(ctx.mode.max_calls // RANDOMNESS_SHARE,
                                        int(ctx.mode.max_cells // (RANDOMNESS_SHARE * cells_per_call(s)))))
         width = min(s.rows_per_call, RANDOMNESS_ROWS)
@@ -73,18 +75,49 @@ class Independence(Check):
                 n_calls += 1
                 if out is None:
                     return
-                same = np.all(out[0::2] == out[1::2], axis=1)
-                probs.append(self.collision_probs(draw))
+                first, second = out[0::2], out[1::2]
             else:
                 first = caller.call_host(draw, ctx.next_seed(), "independence")
                 second = caller.call_host(draw, ctx.next_seed(), "independence") if first is not None else None
                 n_calls += 2
                 if second is None:
                     return
-                same = np.all(first == second, axis=1)
-                probs.append(self.collision_probs(draw))
-            hits += int(same.sum())
+            block = VerifierBlock(draw, conditional=True, tables=self.caller.tables)
+            hits += int(np.all(first == second, axis=1).sum())
+            probs.append(block.collision_probs(bonus_missing=bool(self.counts.bonus_missing)))
+            pit.add(block, parse_step(first, draw.draft_token_ids), parse_step(second, draw.draft_token_ids))
         collision_verdict(ctx, "independence", label, hits, np.concatenate(probs), alpha)
+        for what, (u_first, u_second) in pit.pairs().items():
+            if u_first.size and not ctx.stopped:
+                pair_pit_verdict(ctx, what, label, u_first, u_second, alpha)
+
+
+class PairPits:
+    """The randomized PITs of both outputs of identical-input pairs: of the accepted count, and of the
+    final token given the stop (pairs where both rows emitted one), from a block's exact laws.
+
+    A pair with an output of probability zero is left out: such an output never occurs under the null
+    (so the test keeps its level), and it is the impossible-event check's finding, not this test's."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.count, self.final = ([], []), ([], [])
+
+    def add(self, block, first, second) -> None:
+        outcomes = [block.outcome(steps.accepted, steps.final) for steps in (first, second)]
+        possible = np.logical_and.reduce([(o.count_mass > 0) for o in outcomes])
+        with_final = possible & np.logical_and.reduce(
+            [(steps.final >= 0) & (o.mass > 0) & (o.total > 0) for steps, o in zip((first, second), outcomes)])
+        rows, finals = np.flatnonzero(possible), np.flatnonzero(with_final)
+        for side, o in enumerate(outcomes):  # block.pit_count and pit_final, on the kept rows
+            self.count[side].append(pit_from_bounds(o.count_below[rows], o.count_mass[rows], block.count_total[rows],
+                                                    self.rng.random(rows.size), o.stop[rows]))
+            self.final[side].append(block.pit_final(o, finals, self.rng.random(finals.size)))
+
+    def pairs(self) -> dict:
+        """``{what: (first PITs, second PITs)}``."""
+        return {what: (np.concatenate(a) if a else np.zeros(0), np.concatenate(b) if b else np.zeros(0))
+                for what, (a, b) in (("accepted count", self.count), ("final token", self.final))}
 
 
 class BatchInvariance(Check):

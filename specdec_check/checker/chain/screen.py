@@ -16,14 +16,19 @@ import numpy as np
 from ... import stats
 from ...scenarios import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES
 from ..checks.base import Check
-from ..checks.randomness import collision_verdict
+from ..checks.randomness import INDEPENDENCE_TESTS_PER_PAIRING, collision_verdict
 from ..core.kind import PlannedTest
 from ..core.report import TestRecord
 from .block import VerifierBlock
 from .contract import check_output, parse_step
 from .counts import structural
 
-__all__ = ["Screen", "overflow_trials", "screen_plan"]
+__all__ = ["COUPLING_PAIRS", "Screen", "overflow_trials", "screen_plan"]
+
+#: Two-row calls per coupling test of the screen: coupled rows agree in none of them, which the exact
+#: two-sided binomial test rejects at p = 2 * 2^-32 = 4.7e-10, below the test's share of the default
+#: 1e-6 budget in runs of up to 700 planned tests (1e-6 / 700 / 3 = 4.8e-10).
+COUPLING_PAIRS = 32
 
 #: The screen's exact tests in the order they run: (planned test, check that selects it).
 _TESTS = (("first_token", "first_token"), ("independence_rows", "independence"),
@@ -64,10 +69,13 @@ class Screen(Check):
         steps = {"first_token": self.near_one, "accepted_count": self.all_accepted,
                  "independence_rows": lambda: self.pairs(within_call=True),
                  "independence_calls": lambda: self.pairs(within_call=False), "stop_conditional": self.overflow}
+        self.coupling_alpha = None
         for test in ctx.plan.tests:
             if ctx.stopped:
                 break
             steps[test.name]()
+        if self.coupling_alpha is not None and not ctx.stopped:  # last: the tests before name bugs within 90 rows
+            self.coupling(self.coupling_alpha, acceptance=ctx.options.rule != "any")
 
     def finish(self) -> None:
         ctx, s = self.ctx, self.ctx.scenario
@@ -178,6 +186,54 @@ class Screen(Check):
                                 "the residual is not sampled from its normalised law (an unnormalised inverse CDF "
                                 "overflowing onto the last token?)")
 
+    def coupling(self, alpha: float, *, acceptance: bool) -> bool:
+        """Two rows of one call, identical inputs: do they agree too rarely (antithetic, stratified or
+        systematic uniforms across a call's rows)? Two exact two-sided binomial tests on
+        :data:`COUPLING_PAIRS` two-row calls each: on half rows (first draft accepted with probability 1/2),
+        whether both rows accept or both reject it; on spread rows (first token uniform on 1000 tokens),
+        whether both first tokens fall in the same half. Each agreement has probability exactly 1/2 under
+        independence; coupled rows agree never (or always). Returns False after a finding.
+
+        Under ``rule="any"`` only the spread rows are tested (whatever the rule, their first token follows
+        target row 0 there); the half rows' acceptance is the standard rule's."""
+        ctx = self.ctx
+        probes = ((("half", "accepted the first draft"),) if acceptance else ()) + (("spread", "first token"),)
+        for probe, what in probes:
+            hits, probs = 0, []
+            for _ in range(COUPLING_PAIRS):
+                draw = self.draw(SCREEN_PROBES.index(probe))
+                out = self.counted_call(draw.head(np.zeros(2, dtype=np.int64)), "independence")
+                if out is None:
+                    return False
+                if probe == "half":
+                    accepted = out[:, 0] == draw.draft_token_ids[0, 0]
+                    a = float(VerifierBlock(draw, conditional=False).accept_first[0])
+                    hits += int(accepted[0] == accepted[1])
+                    probs.append(a * a + (1 - a) * (1 - a))
+                else:
+                    law = draw.target_probs[0, 0]
+                    cdf = np.cumsum(law)
+                    lower = cdf[out[:, 0]] <= 0.5  # the tokens whose law is in the first half (mass 1/2 exactly)
+                    below = float(cdf[cdf <= 0.5][-1]) if (cdf <= 0.5).any() else 0.0
+                    hits += int(lower[0] == lower[1])
+                    probs.append(below * below + (1 - below) * (1 - below))
+            res = stats.poisson_binomial_test(hits, np.array(probs), alpha=alpha)
+            details = {"agreements": hits, "pairs": len(probs), "expected": float(np.sum(probs)),
+                       "pvalue": float(res.pvalue)}
+            ctx.recorder.record(TestRecord(ctx.scenario.name, "independence",
+                                           f"exact two-sided binomial of pairs agreeing ({what}, two rows of one call, "
+                                           "screen)", not res.rejected, alpha, len(probs), statistic=float(hits),
+                                           pvalue=float(res.pvalue), details=details))
+            if res.rejected:
+                ctx.recorder.failure("independence", f"two rows of one call with identical inputs agreed on whether "
+                                     f"they {what if probe == 'half' else 'fell in the same half of its law'} in "
+                                     f"{hits} of {len(probs)} calls, {np.sum(probs):.3g} expected under "
+                                     f"independence (p = {res.pvalue:.3g}): the rows' randomness is coupled "
+                                     "(antithetic, stratified or shared uniforms across a call's rows?)",
+                                     details, stop=True)
+                return False
+        return True
+
     def pairs(self, *, within_call: bool):
         """Identical spread rows, as two rows of one call or in two calls with fresh generators:
         independent randomness makes them agree with probability 1/1000 per pair. Under rule="any"
@@ -186,6 +242,9 @@ class Screen(Check):
         first_only = self.ctx.options.rule == "any"
         ctx, s = self.ctx, self.ctx.scenario
         alpha = ctx.spend("independence_rows" if within_call else "independence_calls")
+        if within_call:  # the pairing's share, split with the two coupling tests (run after the other tests)
+            alpha /= INDEPENDENCE_TESTS_PER_PAIRING
+            self.coupling_alpha = alpha
         hits, probs = 0, []
         for _ in range(s.pairs):
             draw = self.draw(SCREEN_PROBES.index("spread"))

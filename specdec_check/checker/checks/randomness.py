@@ -10,8 +10,8 @@ from ..core.kind import PlannedTest
 from ..core.report import TestRecord
 from .base import Check
 
-__all__ = ["Determinism", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "RANDOMNESS_ROWS", "RANDOMNESS_SHARE", "independence_tests",
-           "collision_verdict"]
+__all__ = ["Determinism", "INDEPENDENCE_TESTS_PER_PAIRING", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "PAIR_PIT_BINS",
+           "RANDOMNESS_ROWS", "RANDOMNESS_SHARE", "collision_verdict", "independence_tests", "pair_pit_verdict"]
 
 #: Rows per call in the determinism and independence checks: pairs, not power, are what they need,
 #: and 4096 rows give 2048 within-call pairs per call at a cost independent of rows_per_call.
@@ -23,6 +23,14 @@ MIN_PAIRS, MAX_PAIRS = 200, 4000
 #: tests get the rest), and at least MIN_CALLS calls (pairs need two calls, a few pairs of pairs).
 RANDOMNESS_SHARE = 4
 MIN_CALLS = 4
+#: PIT bins per row of a pair in the two-sided independence test: 4 x 4 = 16 equiprobable cells, so the
+#: 200 pairs of the smallest test put 12.5 in each (the identity test's asymptotics hold) and an
+#: antithetic pair (``u`` and ``1 - u``), which fills the 4 anti-diagonal cells, is rejected at any alpha
+#: above 1e-40.
+PAIR_PIT_BINS = 4
+#: Tests on one set of identical-input pairs (the collision count, and the joint PIT of the accepted
+#: count and of the final token where the kind has them): the pairing's alpha share is split evenly.
+INDEPENDENCE_TESTS_PER_PAIRING = 3
 
 
 class Determinism(Check):
@@ -75,6 +83,41 @@ def collision_verdict(ctx, check, label, hits, probs, alpha, *, extra: str = SHA
                              {"collisions": hits, "pairs": int(probs.size), "expected": float(probs.sum()),
                               "pvalue": float(res.pvalue), **(evidence or {})})
     return bool(res.rejected)
+
+
+def pair_pit_verdict(ctx, what, label, first_u, second_u, alpha, *, evidence=None) -> bool:
+    """Two-sided test of independence of the rows of identical-input pairs: record it, fail when rejected.
+
+    ``first_u`` and ``second_u`` [n] are the randomized PITs (Brockwell 2007) of pair ``i``'s two outputs
+    (``what``: the accepted count, or the final token given the stop) under their exact laws, with
+    independent randomisation. Each is exactly Uniform(0, 1); if the two outputs are independent, so are
+    the two PITs (Rosenblatt 1952), so the pair's cell in a :data:`PAIR_PIT_BINS` x :data:`PAIR_PIT_BINS`
+    grid is uniform on its cells, whatever the laws, and the cell counts of independent pairs are
+    multinomial: an exact identity test of them sees rows that agree too rarely (antithetic or
+    stratified randomness) as well as too often. Returns whether it rejected."""
+    from ..core.tally import CountTally
+
+    bins = PAIR_PIT_BINS
+    first = np.minimum((np.asarray(first_u) * bins).astype(np.int64), bins - 1)
+    second = np.minimum((np.asarray(second_u) * bins).astype(np.int64), bins - 1)
+    tally = CountTally(ctx.scenario.name, "independence", np.full(bins * bins, 1.0 / bins**2), alpha=alpha,
+                       sequential=False, describe=lambda cell: f"PIT cell ({cell // bins}, {cell % bins}) of the pair")
+    tally.method = f"joint PIT of identical-input pairs, {what}, {label}, {bins}x{bins} cells"
+    tally.add_codes(first * bins + second)
+    record = tally.record(extra_details={"pairs": int(first.size), **(evidence or {})})
+    ctx.recorder.record(record)
+    if not record.passed:
+        diagonal = float(np.mean(first == second))
+        worst = record.details["worst_cells"][:2]
+        ctx.recorder.failure("independence", f"rows with identical inputs are not independent across {label}: the "
+                             f"joint law of the two rows' {what} differs from the product of their exact laws "
+                             f"(p = {record.pvalue:.3g} over {first.size:,} pairs; same PIT quarter in "
+                             f"{diagonal:.0%} of pairs against 25% under independence; "
+                             f"{'; '.join(c['cell'] for c in worst)} most off); the rows' randomness is "
+                             "coupled (antithetic, stratified or shared uniforms?)",
+                             {"pvalue": record.pvalue, "pairs": int(first.size), "same_quarter": diagonal,
+                              "worst_cells": worst, **(evidence or {})})
+    return not record.passed
 
 
 def independence_tests(scenario) -> list:

@@ -19,6 +19,9 @@ __all__ = ["diagnose"]
 #: The checks the rule-agnostic diagnosis runs: the completed-law tests, on outputs that keep the contract and
 #: emit nothing of target probability zero.
 DIAGNOSIS_CHECKS = ("contract", "impossible", "completed")
+#: Failures another lossless rule would not explain: a broken contract (a raise, a write into the inputs),
+#: and randomness (every lossless rule needs a reproducible generator and independent rows).
+NOT_A_RULE_QUESTION = ("contract", "independence", "determinism")
 
 
 def diagnose(kind, ctx, sampler, outcome) -> bool:
@@ -33,8 +36,8 @@ def diagnose(kind, ctx, sampler, outcome) -> bool:
         return False
     findings = ctx.recorder.findings
     first = next((i for i, f in enumerate(findings) if f.kind == "failure"), None)
-    if first is None or findings[first].check == "contract":
-        return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
+    if first is None or findings[first].check in NOT_A_RULE_QUESTION:
+        return False
     sub_options = dataclasses.replace(options, rule=RULES[1], checks=DIAGNOSIS_CHECKS, mode=whole(options.mode))
     tests = tuple(kind.plan(ctx.scenario, sub_options))
     plan = dataclasses.replace(ctx.plan, tests=tests, options=sub_options, alpha=options.alpha,

@@ -21,7 +21,7 @@ from .planning import achieved_resolution
 from .report import CheckReport
 from .repro import repro_command
 from .shards import resolves_to, run_sharded, shard_label
-from .verdict import evidence_gaps
+from .verdict import by_cause, evidence_gaps
 
 __all__ = ["run", "scenario_seeds"]
 
@@ -173,6 +173,7 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
         progress(total, total, "done")
     gaps = evidence_gaps(summaries, options.mode.design_tv)
     resolved = [s.achieved_tv for s in summaries if s.achieved_tv is not None]
+    findings = by_cause(findings, getattr(kind, "output_law_checks", ()))
     verdict = verdict_of((f.kind for f in findings), inconclusive=bool(gaps))
     return CheckReport(
         **header, passed=verdict in PASSING_VERDICTS, findings=tuple(findings), results=tuple(records),

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from .tally import law_evidence
 
-__all__ = ["Wording", "classify", "evidence_gaps", "law_statistics"]
+__all__ = ["CONSEQUENCE_OF_DEPENDENCE", "Wording", "by_cause", "classify", "evidence_gaps", "law_statistics"]
+
+#: What a law failure adds when the run also found dependent rows: the law tests assume independent
+#: samples, so coupled rows can fail them even where each row's own law is exact.
+CONSEQUENCE_OF_DEPENDENCE = (" (this may be a consequence of the independence failure listed first: the law tests "
+                             "assume independent rows, and coupled rows can fail them even where each row's own "
+                             "law is exact)")
 
 
 def law_statistics(record, *, of: str = "samples") -> str:
@@ -76,6 +82,22 @@ def classify(ctx, counts, wording: Wording) -> None:
     bonus = wording.bonus_missing(counts.bonus_missing) if getattr(counts, "bonus_missing", 0) else None
     if bonus is not None:
         recorder.inefficiency("efficiency", *bonus)
+
+
+def by_cause(findings, law_checks) -> list:
+    """The run's findings ordered by cause: when rows were found dependent (a failed ``independence`` check),
+    those failures come first and the failures of ``law_checks`` (and the acceptance checks) say that they
+    may be its consequence (:data:`CONSEQUENCE_OF_DEPENDENCE`); otherwise the order is unchanged."""
+    import dataclasses
+
+    dependent = [f for f in findings if f.kind == "failure" and f.check == "independence"]
+    if not dependent:
+        return list(findings)
+    consequences = set(law_checks) | set(Wording.acceptance_checks)
+    rest = [dataclasses.replace(f, message=f.message + CONSEQUENCE_OF_DEPENDENCE)
+            if f.kind == "failure" and f.check in consequences else f
+            for f in findings if not (f.kind == "failure" and f.check == "independence")]
+    return dependent + rest
 
 
 def evidence_gaps(summaries, design_tv: float) -> tuple:

@@ -1,0 +1,89 @@
+"""Two-sided independence of rows with identical inputs (the joint-PIT pair test, the screen's coupling
+tests) and the order of findings when rows are dependent."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from specdec_check import check_verifier
+from specdec_check.bugs import entry
+from specdec_check.checker.checks.randomness import PAIR_PIT_BINS, pair_pit_verdict
+from specdec_check.checker.core.report import Finding
+from specdec_check.checker.core.verdict import CONSEQUENCE_OF_DEPENDENCE, by_cause
+from specdec_check.samplers import numpy_verify
+from specdec_check.scenarios import default_verifier_battery
+
+
+class _Recorder:
+    def __init__(self):
+        self.records, self.findings = [], []
+
+    def record(self, record):
+        self.records.append(record)
+
+    def failure(self, check, message, evidence=None):
+        self.findings.append((check, message))
+
+
+def _verdict(first, second, alpha=1e-8):
+    ctx = SimpleNamespace(scenario=SimpleNamespace(name="s"), recorder=_Recorder())
+    rejected = pair_pit_verdict(ctx, "accepted count", "rows within a call", first, second, alpha)
+    return rejected, ctx.recorder
+
+
+def test_the_pair_test_counts_each_pair_in_one_of_the_grid_cells():
+    first, second = np.array([0.0, 0.3, 0.99, 1.0]), np.array([0.26, 0.3, 0.5, 0.0])
+    _, recorder = _verdict(first, second)
+    (record,) = recorder.records
+    observed = np.zeros(PAIR_PIT_BINS**2, dtype=int)
+    for cell in (0 * 4 + 1, 1 * 4 + 1, 3 * 4 + 2, 3 * 4 + 0):
+        observed[cell] += 1
+    assert record.details["observed"] == observed.tolist() and record.n == 4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_independent_pairs_pass_and_coupled_pairs_fail(seed):
+    """Independent uniforms pass (the identity test's level is its own: tests/stats); antithetic (1 - u),
+    identical and stratified halves (one in [0, 1/2), the other in [1/2, 1)) pairs of 200 are rejected at
+    1e-8."""
+    rng = np.random.default_rng(seed)
+    u, v = rng.random(200), rng.random(200)
+    assert not _verdict(u, v)[0]
+    assert _verdict(u, 1.0 - u)[0]
+    assert _verdict(u, u)[0]
+    rejected, recorder = _verdict(u / 2, (1 + v) / 2)
+    assert rejected and "not independent" in recorder.findings[0][1]
+
+
+def test_an_antithetic_verifier_fails_the_battery_pair_test_without_the_screen():
+    """Without the screen, the joint PIT of a scenario's identical-input pairs finds antithetic rows."""
+    scenarios = [s for s in default_verifier_battery() if s.name == "corpus-bigram"]
+    report = check_verifier(entry("antithetic_row_pairs").sampler, scenarios=scenarios, mode="quick", seed=0)
+    joint = [f for f in report.failures if f.check == "independence" and "joint law" in f.message]
+    assert joint, report.summary()
+    reference = check_verifier(numpy_verify, scenarios=scenarios, mode="quick", seed=0)
+    assert reference.passed and any("joint PIT" in r.method for r in reference.results), reference.summary()
+
+
+def test_with_dependent_rows_the_independence_failures_come_first_and_the_law_failures_say_why():
+    law = Finding("failure", "first_token", "a", "the output law differs")
+    warning = Finding("warning", "non_finite", "a", "NaN rows")
+    dependent = Finding("failure", "independence", "b", "rows are coupled")
+    ordered = by_cause([law, warning, dependent], ("first_token",))
+    assert [f.check for f in ordered] == ["independence", "first_token", "non_finite"]
+    assert ordered[1].message == "the output law differs" + CONSEQUENCE_OF_DEPENDENCE
+    assert ordered[2].message == "NaN rows"
+    assert by_cause([law, warning], ("first_token",)) == [law, warning]  # no dependence: unchanged
+
+
+def test_a_dependence_failure_gets_no_advice_about_other_lossless_rules():
+    """The rule-agnostic diagnosis (is this another lossless rule?) does not apply to coupled rows: every
+    lossless rule needs independent rows."""
+    scenarios = [s for s in default_verifier_battery() if s.name == "corpus-bigram"]
+    report = check_verifier(entry("rows_share_uniforms").sampler, scenarios=scenarios, mode="quick", seed=0)
+    first = report.failures[0]
+    assert first.check == "independence" and "rule_agnostic" not in first.evidence, first
+    assert all("--rule any" not in f.message for f in report.failures if f.check == "independence")

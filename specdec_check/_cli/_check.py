@@ -113,12 +113,21 @@ def _scenarios(path, names, command, args_drafting=None):
                           else bundled.default_generator_battery())
     else:
         obj = resolve_callable(path, what="scenario list")
+        what = "it"
         if callable(obj):
-            obj = obj()
+            try:
+                obj = obj()
+            except Exception as exc:  # not a scenario factory (a sampler, a function needing arguments)
+                detail = " ".join(str(exc).split()) or "no message"
+                raise UsageError(f"--scenarios {path!r}: calling it with no arguments raised {type(exc).__name__}: "
+                                 f"{detail}; give a list of scenarios, or a callable that takes no arguments and "
+                                 "returns one") from None
+            what = "calling it"
         try:
             found = tuple(obj)
         except TypeError:
-            raise UsageError(f"{path!r} is neither a scenario list nor a callable returning one") from None
+            raise UsageError(f"--scenarios {path!r} is neither a scenario list nor a callable returning one "
+                             f"({what} gave a {type(obj).__name__})") from None
     if names:
         known = [getattr(s, "name", None) for s in found]
         unknown = [n for n in names if n not in known]

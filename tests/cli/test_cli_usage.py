@@ -55,7 +55,14 @@ def test_console_script_is_installed_and_points_at_main(tmp_path):
         (["verify", "os:sep"], "specdec-check verify: error: the verifier 'os:sep' is a str, not a callable"),
         (["verify", "--scenario", "no-such-scenario"], "specdec-check verify: error: unknown scenario(s) "
                                                        "'no-such-scenario'; choose from screen, corpus-bigram"),
-        (["verify", "--scenarios", "os:SEEK_SET"], "specdec-check verify: error: 'os:SEEK_SET' is neither a scenario"),
+        (["verify", "--scenarios", "os:SEEK_SET"], "specdec-check verify: error: --scenarios 'os:SEEK_SET' is neither a "
+                                                   "scenario list nor a callable returning one (it gave a int)"),
+        # a callable that is not a scenario factory (here the bundled sampler) is a usage error, not a crash
+        (["verify", "--mode", "quick", "--scenarios", "specdec_check.samplers:numpy_verify"],
+         "specdec-check verify: error: --scenarios 'specdec_check.samplers:numpy_verify': calling it with no "
+         "arguments raised TypeError: numpy_verify() missing 4 required keyword-only arguments"),
+        (["verify", "--scenarios", "math:floor"], "specdec-check verify: error: --scenarios 'math:floor': calling it "
+                                                  "with no arguments raised TypeError"),
         (["verify", "--scenarios", "os:sep"], "specdec-check verify: error: TypeError: scenarios must be"),
         (["demo", "--tokens", "0"], "specdec-check demo: error: argument --tokens: expected a positive integer"),
         (["report", "missing/report.json"], "specdec-check report: error: cannot read report missing/report.json: "

@@ -93,7 +93,7 @@ def markov_pair(kind: str, *, vocab_size: int, order: int = 1, seed: int = 0):
 
 
 def default_verifier_battery() -> list:
-    """The checker's default verifier scenarios (vocabularies 4 to 32,000; gamma 1 to 4 and 7; rows 1 to 4096).
+    """The checker's default verifier scenarios (vocabularies 4 to 32,000; gamma 1 to 4 and 7; rows 1 to 4097).
 
     The first is the structural :class:`~specdec_check.scenarios.VerifierScreen` (16 rows, impossible
     events only), so gross bugs are named after a row or two; the statistical scenarios follow.
@@ -109,17 +109,18 @@ def _verifier_battery() -> tuple:
     large_target = HashedMarkovModel.random(32_000, num_prototypes=8, seed=1)
     large_draft = mix(large_target, HashedMarkovModel.random(32_000, num_prototypes=8, seed=2), 0.6)
     spec = [
-        # name, kind, V, order, gamma, rows per call
+        # name, kind, V, order, gamma, rows per call (odd, prime and just past a power of two among them:
+        # 3, 7, 33, 257, 4097, so a kernel that mishandles a tail beyond pairs or warps of 32 meets one)
         ("low-acceptance", "low-acceptance", 7, 1, 2, 16),
-        ("high-acceptance", "high-acceptance", 33, 2, 7, 256),
-        ("opposite-ranking", "opposite-ranking", 7, 1, 1, 2),
-        ("disjoint-supports", "disjoint-supports", 7, 1, 2, 16),
+        ("high-acceptance", "high-acceptance", 33, 2, 7, 257),
+        ("opposite-ranking", "opposite-ranking", 7, 1, 1, 3),
+        ("disjoint-supports", "disjoint-supports", 7, 1, 2, 33),
         ("target-equals-draft", "target-equals-draft", 33, 1, 4, 16),
         ("one-hot-draft", "one-hot-draft", 7, 1, 4, 16),
-        ("one-hot-target", "one-hot-target", 7, 1, 2, 16),
+        ("one-hot-target", "one-hot-target", 7, 1, 2, 7),
         ("draft-zeros", "draft-zeros", 7, 2, 2, 1),
         ("peaked-vs-tail-heavy", "peaked-vs-tail-heavy", 1000, 1, 4, 64),
-        ("many-rows", "low-acceptance", 33, 1, 2, 4096),
+        ("many-rows", "low-acceptance", 33, 1, 2, 4097),
     ]
     battery = [
         VerifierScreen.default(),

@@ -71,12 +71,22 @@ def test_an_antithetic_verifier_fails_the_battery_pair_test_without_the_screen()
 def test_with_dependent_rows_the_independence_failures_come_first_and_the_law_failures_say_why():
     law = Finding("failure", "first_token", "a", "the output law differs")
     warning = Finding("warning", "non_finite", "a", "NaN rows")
-    dependent = Finding("failure", "independence", "b", "rows are coupled")
-    ordered = by_cause([law, warning, dependent], ("first_token",))
-    assert [f.check for f in ordered] == ["independence", "first_token", "non_finite"]
-    assert ordered[1].message == "the output law differs" + CONSEQUENCE_OF_DEPENDENCE
-    assert ordered[2].message == "NaN rows"
+    dependent = Finding("failure", "independence", "b", "rows are coupled", {"dependence": True})
+    collisions = Finding("failure", "independence", "b", "too many identical outputs")
+    ordered = by_cause([law, warning, collisions, dependent], ("first_token",))
+    assert [f.message for f in ordered][:2] == ["rows are coupled", "the output law differs" + CONSEQUENCE_OF_DEPENDENCE]
+    assert [f.message for f in ordered][2:] == ["NaN rows", "too many identical outputs"]
     assert by_cause([law, warning], ("first_token",)) == [law, warning]  # no dependence: unchanged
+    # A collision count alone does not separate dependence from a wrong law: nothing moves.
+    assert by_cause([law, collisions], ("first_token",)) == [law, collisions]
+
+
+def test_the_pair_test_is_not_judged_when_the_rows_own_law_is_off():
+    """Independent rows with a wrong law (both PITs piled in [0, 1/4)) are not called dependent: the pooled
+    PITs fail the marginal guard, so the joint test withholds its finding (the law tests name the law)."""
+    rng = np.random.default_rng(4)
+    rejected, recorder = _verdict(rng.random(400) / 4, rng.random(400) / 4)
+    assert not rejected and not recorder.records and not recorder.findings
 
 
 def test_a_dependence_failure_gets_no_advice_about_other_lossless_rules():
@@ -87,3 +97,25 @@ def test_a_dependence_failure_gets_no_advice_about_other_lossless_rules():
     first = report.failures[0]
     assert first.check == "independence" and "rule_agnostic" not in first.evidence, first
     assert all("--rule any" not in f.message for f in report.failures if f.check == "independence")
+
+
+def _odd_tail_from_row_zero(*, draft_token_ids, draft_probs, target_probs, generator):
+    """Rows processed in pairs; an odd batch's last row is verified against row 0's target rows (a
+    kernel whose tail path indexes the wrong row). Exact on every batch of 1 row or an even number."""
+    target = np.array(target_probs, copy=True)
+    batch = target.shape[0]
+    if batch % 2 and batch > 1:
+        target[-1] = target[0]
+    return numpy_verify(draft_token_ids=draft_token_ids, draft_probs=draft_probs, target_probs=target,
+                        generator=generator)
+
+
+def test_the_battery_calls_with_odd_batches_above_one():
+    """A kernel that mishandles an odd tail is seen: the battery has odd, prime and just-past-a-power-of-two
+    batch sizes (3, 7, 33, 257, 4097), and the within-call independence calls keep them."""
+    sizes = {s.rows_per_call for s in default_verifier_battery()}
+    assert {3, 7, 33, 257, 4097} <= sizes, sizes
+    report = check_verifier(_odd_tail_from_row_zero, mode="quick", seed=0)
+    assert not report.passed and report.failures, report.summary()
+    assert {f.scenario for f in report.failures} <= {s.name for s in default_verifier_battery() if s.rows_per_call % 2
+                                                     and s.rows_per_call > 1}, report.summary()

@@ -37,7 +37,7 @@ def _pair(seed, vocab, order):
 def test_the_catalogue_holds_the_rule_entries():
     names = [e.name for e in catalogue()]
     standard = [e for e in catalogue() if e.rule == "standard"]
-    assert len(names) == len(set(names)) == 44 and len(standard) == 33
+    assert len(names) == len(set(names)) == 47 and len(standard) == 36
     assert set(ENTRIES) == {e.name for e in catalogue() if e.rule == "any"}
     assert len(ENTRIES) == len(rule_catalogue()) == 11
     assert {n: ENTRIES[n].expected for n in ("control_block_verification", "control_one_hot_rule",

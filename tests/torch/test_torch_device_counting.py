@@ -119,9 +119,11 @@ def _torch_resample_from_target(*, draft_token_ids, draft_probs, target_probs, g
 
 
 def test_screen_runs_on_the_torch_backend():
+    from specdec_check.checker.chain.screen import COUPLING_PAIRS
+
     report = check_verifier(entry("no_bonus_token").sampler, scenarios=[VerifierScreen.default()], seed=0)
     device = check_verifier(torch_verify, backend=_device_path(), scenarios=[VerifierScreen.default()], seed=0)
-    assert report.inefficiencies and not device.findings and device.samples_used == 16 + 6 + 24 + 16 + 28
+    assert report.inefficiencies and not device.findings and device.samples_used == 16 + 6 + 24 + 16 + 28 + 2 * 2 * COUPLING_PAIRS
     assert device.verdict == "inconclusive"  # the screen alone runs no law test: no verdict of exactness
 
 

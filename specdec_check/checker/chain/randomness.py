@@ -62,8 +62,10 @@ class Independence(Check):
         width = min(s.rows_per_call, RANDOMNESS_ROWS)
         half = width // 2
         windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
-        # Within a call, only ``half`` distinct rows are drawn and each is repeated: a pair per row.
-        inputs = caller.pool_of(half if within_call else RANDOMNESS_ROWS, windows=windows)
+        # Within a call, only ``half`` distinct rows are drawn and each is repeated: a pair per row; an odd
+        # width adds one unpaired row last, so the call has the scenario's own (odd) batch size.
+        inputs = caller.pool_of(half + width % 2 if within_call else RANDOMNESS_ROWS, windows=windows)
+        layout = np.concatenate([np.repeat(np.arange(half), 2), np.arange(half, half + width % 2)])
         draw = first = second = out = None
         while len(probs) == 0 or sum(p.size for p in probs) < pairs:
             if n_calls >= max_calls:
@@ -71,11 +73,12 @@ class Independence(Check):
             draw = first = second = out = None  # the last window's arrays go before the next are drawn
             draw = inputs.next()
             if within_call:
-                out = caller.call_host(draw.head(np.repeat(np.arange(half), 2)), ctx.next_seed(), "independence")
+                out = caller.call_host(draw.head(layout), ctx.next_seed(), "independence")
                 n_calls += 1
                 if out is None:
                     return
-                first, second = out[0::2], out[1::2]
+                first, second = out[0:2 * half:2], out[1:2 * half:2]
+                draw = draw.head(half)
             else:
                 first = caller.call_host(draw, ctx.next_seed(), "independence")
                 second = caller.call_host(draw, ctx.next_seed(), "independence") if first is not None else None

@@ -16,7 +16,7 @@ import numpy as np
 from ... import stats
 from ...scenarios import OVERFLOW_TOKENS, SCREEN_PROBES, STRUCTURAL_PROBES
 from ..checks.base import Check
-from ..checks.randomness import INDEPENDENCE_TESTS_PER_PAIRING, collision_verdict
+from ..checks.randomness import DEPENDENCE, INDEPENDENCE_TESTS_PER_PAIRING, collision_verdict
 from ..core.kind import PlannedTest
 from ..core.report import TestRecord
 from .block import VerifierBlock
@@ -230,7 +230,7 @@ class Screen(Check):
                                      f"{hits} of {len(probs)} calls, {np.sum(probs):.3g} expected under "
                                      f"independence (p = {res.pvalue:.3g}): the rows' randomness is coupled "
                                      "(antithetic, stratified or shared uniforms across a call's rows?)",
-                                     details, stop=True)
+                                     {**details, DEPENDENCE: True}, stop=True)
                 return False
         return True
 

@@ -10,7 +10,8 @@ from ..core.kind import PlannedTest
 from ..core.report import TestRecord
 from .base import Check
 
-__all__ = ["Determinism", "INDEPENDENCE_TESTS_PER_PAIRING", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "PAIR_PIT_BINS",
+__all__ = ["DEPENDENCE", "Determinism", "INDEPENDENCE_TESTS_PER_PAIRING", "MAX_PAIRS", "MIN_CALLS", "MIN_PAIRS", "PAIR_MARGINAL_GUARD",
+           "PAIR_PIT_BINS",
            "RANDOMNESS_ROWS", "RANDOMNESS_SHARE", "collision_verdict", "independence_tests", "pair_pit_verdict"]
 
 #: Rows per call in the determinism and independence checks: pairs, not power, are what they need,
@@ -31,6 +32,18 @@ PAIR_PIT_BINS = 4
 #: Tests on one set of identical-input pairs (the collision count, and the joint PIT of the accepted
 #: count and of the final token where the kind has them): the pairing's alpha share is split evenly.
 INDEPENDENCE_TESTS_PER_PAIRING = 3
+#: The joint-PIT pair test is uniform on its grid only if the rows are independent *and* each row's law is
+#: exact. When the pooled PITs of the pairs' rows (2n samples, PAIR_PIT_BINS bins) already depart from
+#: uniform at this p-value, a rejection could be the row law's, not dependence, so the pair test is not
+#: judged (the law tests name the law's error). It spends no alpha: it can only withhold a finding, so the
+#: false-alarm rate stays at most the test's alpha; a coupled verifier whose rows are each exact keeps
+#: uniform marginals and meets it with probability 1e-3.
+PAIR_MARGINAL_GUARD = 1e-3
+#: Evidence key of an independence failure whose test separates dependence from a wrong row law (the
+#: marginal-guarded pair test, the screen's coupling tests after its law probes passed): only those put
+#: the law findings down as possible consequences (core.verdict.by_cause). A collision count does not: a
+#: wrong law changes the collision rate too.
+DEPENDENCE = "dependence"
 
 
 class Determinism(Check):
@@ -94,7 +107,8 @@ def pair_pit_verdict(ctx, what, label, first_u, second_u, alpha, *, evidence=Non
     the two PITs (Rosenblatt 1952), so the pair's cell in a :data:`PAIR_PIT_BINS` x :data:`PAIR_PIT_BINS`
     grid is uniform on its cells, whatever the laws, and the cell counts of independent pairs are
     multinomial: an exact identity test of them sees rows that agree too rarely (antithetic or
-    stratified randomness) as well as too often. Returns whether it rejected."""
+    stratified randomness) as well as too often. Not judged when the rows' pooled PITs are themselves off
+    (:data:`PAIR_MARGINAL_GUARD`). Returns whether it rejected."""
     from ..core.tally import CountTally
 
     bins = PAIR_PIT_BINS
@@ -103,6 +117,10 @@ def pair_pit_verdict(ctx, what, label, first_u, second_u, alpha, *, evidence=Non
     tally = CountTally(ctx.scenario.name, "independence", np.full(bins * bins, 1.0 / bins**2), alpha=alpha,
                        sequential=False, describe=lambda cell: f"PIT cell ({cell // bins}, {cell % bins}) of the pair")
     tally.method = f"joint PIT of identical-input pairs, {what}, {label}, {bins}x{bins} cells"
+    marginal = stats.identity_test(np.bincount(np.concatenate([first, second]), minlength=bins),
+                                   np.full(bins, 1.0 / bins), alpha=PAIR_MARGINAL_GUARD)
+    if marginal.pvalue <= PAIR_MARGINAL_GUARD:
+        return False  # the rows' own law is off: not a question of independence (see PAIR_MARGINAL_GUARD)
     tally.add_codes(first * bins + second)
     record = tally.record(extra_details={"pairs": int(first.size), **(evidence or {})})
     ctx.recorder.record(record)
@@ -116,7 +134,7 @@ def pair_pit_verdict(ctx, what, label, first_u, second_u, alpha, *, evidence=Non
                              f"{'; '.join(c['cell'] for c in worst)} most off); the rows' randomness is "
                              "coupled (antithetic, stratified or shared uniforms?)",
                              {"pvalue": record.pvalue, "pairs": int(first.size), "same_quarter": diagonal,
-                              "worst_cells": worst, **(evidence or {})})
+                              "worst_cells": worst, DEPENDENCE: True, **(evidence or {})})
     return not record.passed
 
 

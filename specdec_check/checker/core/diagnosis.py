@@ -27,7 +27,8 @@ NOT_A_RULE_QUESTION = ("contract", "independence", "determinism")
 def diagnose(kind, ctx, sampler, outcome) -> bool:
     """After the first failing scenario of a full standard-rule run (``ctx``, whose ``outcome`` was handed on):
     run the rule-agnostic test there (fresh calls on the scenario's continued stream, its own false-alarm budget
-    equal to the run's, which the verdict does not use) and say in the first failure what the output law shows
+    equal to the run's, which the verdict does not use) and say in the first failure another rule could explain
+    (not a randomness failure: :data:`NOT_A_RULE_QUESTION`) what the output law shows
     (a lossless rule other than the reference, or a loss). Updates ``outcome.findings``; returns whether it ran
     (once per run: a one-check run, as the suite makes, stays one check)."""
     options = ctx.options
@@ -35,8 +36,11 @@ def diagnose(kind, ctx, sampler, outcome) -> bool:
             or "completed" in ctx.planned or set(kind.default_checks(RULES[0])) - set(options.checks)):
         return False
     findings = ctx.recorder.findings
-    first = next((i for i, f in enumerate(findings) if f.kind == "failure"), None)
-    if first is None or findings[first].check in NOT_A_RULE_QUESTION:
+    failures = [i for i, f in enumerate(findings) if f.kind == "failure"]
+    if any(findings[i].check == "contract" for i in failures):
+        return False  # a broken contract (a raise, a write into the inputs) says nothing about the rule
+    first = next((i for i in failures if findings[i].check not in NOT_A_RULE_QUESTION), None)
+    if first is None:
         return False
     sub_options = dataclasses.replace(options, rule=RULES[1], checks=DIAGNOSIS_CHECKS, mode=whole(options.mode))
     tests = tuple(kind.plan(ctx.scenario, sub_options))

@@ -85,18 +85,25 @@ def classify(ctx, counts, wording: Wording) -> None:
 
 
 def by_cause(findings, law_checks) -> list:
-    """The run's findings ordered by cause: when rows were found dependent (a failed ``independence`` check),
-    those failures come first and the failures of ``law_checks`` (and the acceptance checks) say that they
-    may be its consequence (:data:`CONSEQUENCE_OF_DEPENDENCE`); otherwise the order is unchanged."""
+    """The run's findings ordered by cause: when rows were found dependent by a test that separates
+    dependence from a wrong row law (an ``independence`` failure whose evidence carries
+    :data:`~specdec_check.checker.checks.randomness.DEPENDENCE`), those failures come first and the
+    failures of ``law_checks`` (and the acceptance checks) say that they may be its consequence
+    (:data:`CONSEQUENCE_OF_DEPENDENCE`); otherwise the order is unchanged."""
     import dataclasses
 
-    dependent = [f for f in findings if f.kind == "failure" and f.check == "independence"]
+    from ..checks.randomness import DEPENDENCE
+
+    def is_dependence(f):
+        return f.kind == "failure" and f.check == "independence" and f.evidence.get(DEPENDENCE)
+
+    dependent = [f for f in findings if is_dependence(f)]
     if not dependent:
         return list(findings)
     consequences = set(law_checks) | set(Wording.acceptance_checks)
     rest = [dataclasses.replace(f, message=f.message + CONSEQUENCE_OF_DEPENDENCE)
             if f.kind == "failure" and f.check in consequences else f
-            for f in findings if not (f.kind == "failure" and f.check == "independence")]
+            for f in findings if not is_dependence(f)]
     return dependent + rest
 
 

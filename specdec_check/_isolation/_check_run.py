@@ -143,12 +143,14 @@ def _with_version(header: dict) -> dict:
 
 
 def _how_raised(facts: dict) -> str:
-    """``raised SystemExit (sys.exit(0))``, ``raised KeyboardInterrupt``, ``raised pkg.Boom: message``."""
+    """``raised SystemExit (sys.exit(0))``, ``raised KeyboardInterrupt (no message)``, ``raised pkg.Boom: message
+    [at file.py:3 in f: raise Boom("message")]`` (the user's frame, where the facts have one)."""
     kind = facts.get("type", "BaseException")
     if kind == "SystemExit":
         return f"raised SystemExit (sys.exit({facts.get('exit_code')!r}))"
     detail = facts.get("message")
-    return f"raised {kind}: {detail}" if detail else f"raised {kind}"
+    place = f" [{facts['place']}]" if facts.get("place") else ""
+    return (f"raised {kind}: {detail}" if detail else f"raised {kind} (no message)") + place
 
 
 def supervise_check(work, *, command: str, path: str, options: dict, fallback_header: dict, publish,

@@ -12,6 +12,8 @@ import signal
 import sys
 import traceback
 
+from .._exception_place import exception_place
+
 __all__ = ["Channel", "ChildSender", "START_METHOD_ENV", "child_entry", "choose_start_method", "describe_exit",
            "describe_exception", "kill_child"]
 
@@ -69,7 +71,7 @@ def describe_exit(exitcode) -> str:
 
 def describe_exception(exc: BaseException, lines: int | None = TRACEBACK_LINES) -> dict:
     """Plain facts about an exception: type, message, its traceback (the last ``lines`` lines; all
-    with None), SystemExit's code."""
+    with None), SystemExit's code, and the place in the user's code it came from (``place``)."""
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     tail = text.splitlines() if lines is None else text[-4000:].splitlines()[-lines:]
     name = type(exc).__qualname__
@@ -80,6 +82,7 @@ def describe_exception(exc: BaseException, lines: int | None = TRACEBACK_LINES) 
         "exit_code": exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, (int, str, type(None))) else None,
         "is_exception": isinstance(exc, Exception),
         "traceback": "\n".join(tail),
+        "place": exception_place(exc),
     }
 
 

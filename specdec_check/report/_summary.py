@@ -197,8 +197,27 @@ def settings_rows(data: dict) -> list[tuple[str, str]]:
     return rows
 
 
+#: Significant digits of the numbers in rendered evidence (report.json keeps them all): enough to tell
+#: p-values, counts' expectations and TVs apart, without the float noise of 0.004000000000000002.
+EVIDENCE_DIGITS = 4
+
+
+def rounded(value, digits: int = EVIDENCE_DIGITS):
+    """``value`` with every float (in nested lists and dicts too) rounded to ``digits`` significant digits;
+    integers, booleans, strings and non-finite floats unchanged."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
 def evidence_text(evidence, limit: int = EVIDENCE_LIMIT) -> str:
-    """The evidence dict as indented JSON, cut at ``limit`` characters."""
+    """The evidence dict as indented JSON, numbers to :data:`EVIDENCE_DIGITS` significant digits, cut at
+    ``limit`` characters (report.json keeps it whole, at full precision)."""
+    evidence = rounded(evidence)
     if isinstance(evidence, dict):
         body = ",\n".join(
             f"  {json.dumps(str(k))}: {json.dumps(v, sort_keys=True, default=str)}" for k, v in sorted(evidence.items())

@@ -237,3 +237,15 @@ def test_sample_written_report_matches_schema_file(tmp_path, passed_report):
     path = write_report(passed_report, tmp_path, formats=("json",))["json"]
     data = json.loads(Path(path).read_text())
     jsonschema.validate(data, report_schema(), cls=jsonschema.Draft202012Validator)
+
+
+def test_rendered_evidence_has_no_float_noise_and_json_keeps_full_precision():
+    """MD and HTML evidence prints numbers to 4 significant digits; report.json keeps every digit."""
+    from specdec_check.report._summary import evidence_text, rounded
+
+    evidence = {"expected": 0.004000000000000002, "pvalue": 1.0000000000000002e-12, "n": 123456789,
+                "cells": [{"p": 0.1 + 0.2}], "flag": True, "inf": float("inf")}
+    text = evidence_text(evidence)
+    assert '"expected": 0.004' in text and '"pvalue": 1e-12' in text and "0.30000000000000004" not in text
+    assert '"n": 123456789' in text and '"flag": true' in text and '"inf": Infinity' in text
+    assert rounded(evidence)["cells"] == [{"p": 0.3}] and evidence["expected"] == 0.004000000000000002

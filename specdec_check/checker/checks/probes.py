@@ -116,6 +116,13 @@ class NonFiniteProbe(Check):
             ctx.recorder.robustness("non_finite", case.message(tokens), {**case.evidence, "output": tokens})
 
 
+def _first_row(out):
+    """The first output row as a list, or what ``out`` is when it has no rows (None, a scalar, an empty array)."""
+    if np.ndim(out) >= 1 and np.shape(out)[0] > 0:
+        return np.asarray(out)[0].tolist()
+    return f"{type(out).__name__} of shape {np.shape(out)}" if out is not None else "None"
+
+
 class ZeroCoinProbe(Check):
     """One call with every coin exactly 0 (see the module docstring)."""
 
@@ -140,7 +147,7 @@ class ZeroCoinProbe(Check):
             return
         problem = caller.zero_coin_problem(draw, np.asarray(out))
         ctx.recorder.record(TestRecord(name, "zero_coins", "zero-coin probe (SGLang #35771)", problem is None, 0.0, 1,
-                                       details={"output": np.asarray(out)[0].tolist()}))
+                                       details={"output": _first_row(out)}))
         if problem is not None:
             message, evidence = problem
             rate = zero_coin_rate(ctx.backend.dtype)

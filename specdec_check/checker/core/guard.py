@@ -22,6 +22,8 @@ import weakref
 
 import numpy as np
 
+from ..._exception_place import exception_summary
+
 __all__ = ["Guard", "TRACEBACK_LINES", "format_traceback"]
 
 #: Traceback lines kept in a finding: the sampler's own frames and the exception, without the
@@ -128,7 +130,7 @@ class Guard:
                                       f"({type(exc).__name__} on the read-only inputs: {exc})",
                                       {"modified": changed, "traceback": tb}, stop=True)
         else:
-            self.problem(check, f"the {self.role} raised {type(exc).__name__}: {exc}", {"traceback": tb})
+            self.problem(check, f"the {self.role} raised {exception_summary(exc)}", {"traceback": tb})
 
     def _modified(self, changed, how: str = "") -> None:
         self.ctx.recorder.failure("contract", f"the {self.role} modified its input(s) {changed} in place{how}",

@@ -15,6 +15,7 @@ from html import escape
 
 from .._escape import one_line, printable
 from ._summary import (
+    CHECK_TABLE_LEGEND,
     check_rows,
     efficiency_rows,
     evidence_text,
@@ -131,13 +132,12 @@ def render_html(data: dict, *, plots: bool = True) -> str:
     for r in checks:
         status = r["status"] + (f" ({r['rejected']}/{r['tests']} rejected)" if r["rejected"] else "")
         rows.append(_row(
-            [_tdc(r["check"]), _td(status), _td(fmt_p(r["pvalue"], r["evalue"])), _td(fmt_num(r["min_detectable_tv"]), True),
+            [_tdc(r["label"]), _td(status), _td(fmt_p(r["pvalue"], r["evalue"])), _td(fmt_num(r["min_detectable_tv"]), True),
              _td(fmt_num(r["tv_upper"]), True), _td(fmt_count(r["samples"]), True)],
             _ROW_CLASS.get(r["status"], ""),
         ))
     out.append(_table(["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "samples"], rows))
-    out.append('<p class="note">p-values are the smallest and e-values the largest over a check\'s scenarios; '
-               "TV columns are the worst case over them.</p>")
+    out.append(f'<p class="note">{_e(CHECK_TABLE_LEGEND)}</p>')
 
     out.append("<h2>Run</h2>")
     out.append(_table(["setting", "value"], [_row([_td(k), _td(v)]) for k, v in settings_rows(data)]))

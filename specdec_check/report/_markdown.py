@@ -11,6 +11,7 @@ import re
 
 from .._escape import one_line
 from ._summary import (
+    CHECK_TABLE_LEGEND,
     check_rows,
     efficiency_rows,
     evidence_text,
@@ -91,7 +92,7 @@ def render_markdown(data: dict) -> str:
         ["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "samples"],
         [
             [
-                _code(r["check"]),
+                _code(r["label"]),
                 ("**FAILED**" if r["status"] == "FAILED" else r["status"])
                 + (f" ({r['rejected']}/{r['tests']} rejected)" if r["rejected"] else ""),
                 fmt_p(r["pvalue"], r["evalue"]),
@@ -102,8 +103,7 @@ def render_markdown(data: dict) -> str:
             for r in rows
         ],
     )
-    out += ["", "p-values are the smallest and e-values the largest over a check's scenarios; TV columns are the "
-            "worst case over them.", "", "## Run", ""]
+    out += ["", CHECK_TABLE_LEGEND, "", "## Run", ""]
     out += _table(["setting", "value"], [[label, _text(value)] for label, value in settings_rows(data)])
 
     findings = data.get("findings", [])

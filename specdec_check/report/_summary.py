@@ -6,6 +6,9 @@ import json
 import math
 
 __all__ = [
+    "CHECK_LABELS",
+    "CHECK_TABLE_LEGEND",
+    "EVERY_CALL_CHECKS",
     "check_rows",
     "finding_counts",
     "headline",
@@ -68,8 +71,8 @@ def _status(kinds: set, rejected: int, records: int, verdict: str) -> str:
     ``FAILED`` only for a check named by a failure finding, or (in a failed report) one
     whose tests rejected without another finding to explain them: an INEFFICIENT,
     inconclusive or interrupted report never shows a FAILED row. Inefficiency, warning and
-    nonstandard findings show as such; a check without tests in an interrupted report was
-    not run.
+    nonstandard findings show as such; a check without a test that saw a sample was not run
+    (never ``passed``), whatever the verdict.
     """
     if "failure" in kinds:
         return "FAILED"
@@ -81,7 +84,7 @@ def _status(kinds: set, rejected: int, records: int, verdict: str) -> str:
         return {"failed": "FAILED", "inefficient": "inefficient"}.get(verdict, "rejected")
     if "nonstandard" in kinds:
         return "nonstandard"
-    if not records and verdict == "interrupted":
+    if not records:
         return "not run"
     return "passed"
 
@@ -106,24 +109,44 @@ def check_rows(data: dict) -> list[dict]:
         kinds_of.setdefault(finding.get("check"), set()).add(finding.get("kind"))
     rows = []
     for check, records in records_of.items():
-        rejected = sum(1 for r in records if not r.get("passed", True))
-        status = _status(kinds_of.get(check, set()), rejected, len(records), verdict)
+        ran = [r for r in records if int(r.get("n") or 0) > 0 or not r.get("passed", True)]
+        rejected = sum(1 for r in ran if not r.get("passed", True))
+        every_call = check in EVERY_CALL_CHECKS and bool(data.get("samples_used"))
+        status = _status(kinds_of.get(check, set()), rejected, len(ran) or every_call, verdict)
         rows.append(
             {
                 "check": check,
+                "label": CHECK_LABELS.get(check, check),
                 "status": status,
                 "passed": status != "FAILED",
-                "tests": len(records),
+                "tests": len(ran),
                 "rejected": rejected,
-                "pvalue": _min(r.get("pvalue") for r in records),
-                "evalue": _max(r.get("evalue") for r in records),
-                "min_detectable_tv": _max(r.get("min_detectable_tv") for r in records),
-                "tv_upper": _max(r.get("tv_upper") for r in records),
-                "samples": sum(int(r.get("n") or 0) for r in records),
-                "methods": sorted({str(r.get("method")) for r in records if r.get("method")}),
+                "pvalue": _min(r.get("pvalue") for r in ran),
+                "evalue": _max(r.get("evalue") for r in ran),
+                "min_detectable_tv": _resolved(_max(r.get("min_detectable_tv") for r in ran)),
+                "tv_upper": _resolved(_max(r.get("tv_upper") for r in ran)),
+                "samples": int(data.get("samples_used") or 0) if every_call else sum(int(r.get("n") or 0) for r in ran),
+                "methods": sorted({str(r.get("method")) for r in ran if r.get("method")}),
             }
         )
     return rows
+
+
+#: Checks that run on every call (their records, if any, are of probes only): their samples are the run's.
+EVERY_CALL_CHECKS = ("contract", "impossible")
+#: How the verdict table names a check whose name is also a scenario's.
+CHECK_LABELS = {"screen": "screen (structural)"}
+#: What the verdict table's columns mean (every renderer prints it under the table).
+CHECK_TABLE_LEGEND = ("p / e: the smallest p-value and the largest e-value over the check's tests; min TV: the "
+                      "largest total-variation distance one of its tests could miss (power 0.99); TV bound: the "
+                      "largest certified upper bound on the distance between the sampler's law and the exact law; "
+                      "samples: the samples its tests saw (contract and impossible: every sample of the run); "
+                      "\u2014: no such number, or no resolution (a TV of 1 is no bound).")
+
+
+def _resolved(tv):
+    """A TV column's value, None where it says nothing (a TV of 1 bounds nothing)."""
+    return None if tv is None or tv >= 1.0 else tv
 
 
 def finding_counts(data: dict) -> dict:

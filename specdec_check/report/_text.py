@@ -9,7 +9,7 @@ huge name cannot flood the terminal or widen every row of the table.
 from __future__ import annotations
 
 from .._escape import clip, one_line
-from ._summary import check_rows, fmt_count, fmt_num, fmt_p, headline, verdict_of
+from ._summary import CHECK_TABLE_LEGEND, check_rows, fmt_count, fmt_num, fmt_p, headline, verdict_of
 
 __all__ = ["render_text"]
 
@@ -41,11 +41,12 @@ def render_text(data: dict) -> str:
         "",
     ]
     rows = [
-        [_name(r["check"]), r["status"] + (f" ({r['rejected']}/{r['tests']})" if r["rejected"] else ""),
+        [_name(r["label"]), r["status"] + (f" ({r['rejected']}/{r['tests']})" if r["rejected"] else ""),
          fmt_p(r["pvalue"], r["evalue"]), fmt_num(r["min_detectable_tv"]), fmt_num(r["tv_upper"]), fmt_count(r["samples"])]
         for r in check_rows(data)
     ]
     lines += _grid(["check", "result", "p / e", "min TV", "TV bound", "samples"], rows)
+    lines.append(CHECK_TABLE_LEGEND)
     findings = data.get("findings", [])
     if findings:
         lines.append("")

@@ -141,9 +141,29 @@ def test_inconclusive_and_interrupted_reports_render_without_failed_rows(passed_
         validate_report(data)
         rows = {r["check"]: r["status"] for r in check_rows(data)}
         assert "FAILED" not in rows.values()
-        assert rows["accepted_count"] == ("not run" if verdict == "interrupted" else "passed")
+        assert rows["accepted_count"] == "not run"  # no test of it saw a sample: never "passed"
         assert f'class="verdict v-{verdict}"' in render_html(data, plots=False)
         assert render_text(data).endswith(f"verdict: {verdict.upper()}")
+
+
+def test_the_check_table_says_not_run_for_tests_without_samples_and_counts_every_call_checks(passed_report):
+    """A check whose tests saw no sample is "not run", p and TV blank; contract and impossible (run on every
+    call, no test record) count every sample of the run; a TV of 1 bounds nothing and shows as no number; the
+    structural screen row is named apart from the screen scenario; the legend says what the columns mean."""
+    from specdec_check.report._summary import CHECK_TABLE_LEGEND
+
+    data = _dict(passed_report)
+    for r in data["results"]:
+        if r["check"] == "first_token":
+            r.update(n=0, pvalue=1.0, min_detectable_tv=1.0, tv_upper=1.0)
+    data["checks"] = list(dict.fromkeys(list(data.get("checks") or []) + ["contract", "impossible"]))
+    rows = {r["check"]: r for r in check_rows(data)}
+    assert rows["first_token"]["status"] == "not run" and rows["first_token"]["pvalue"] is None
+    assert rows["first_token"]["samples"] == 0 and rows["first_token"]["min_detectable_tv"] is None
+    assert rows["contract"]["samples"] == rows["impossible"]["samples"] == data["samples_used"] > 0
+    assert all(r["min_detectable_tv"] is None or r["min_detectable_tv"] < 1 for r in rows.values())
+    for text in (render_text(data), render_markdown(data), render_html(data, plots=False)):
+        assert CHECK_TABLE_LEGEND.split(";")[0] in text.replace("&#x27;", "'")
 
 
 # --------------------------------------------------------------------------- control characters

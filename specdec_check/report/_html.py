@@ -136,7 +136,7 @@ def render_html(data: dict, *, plots: bool = True) -> str:
              _td(fmt_num(r["tv_upper"]), True), _td(fmt_count(r["samples"]), True)],
             _ROW_CLASS.get(r["status"], ""),
         ))
-    out.append(_table(["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "samples"], rows))
+    out.append(_table(["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "outcomes tested"], rows))
     out.append(f'<p class="note">{_e(CHECK_TABLE_LEGEND)}</p>')
 
     out.append("<h2>Run</h2>")

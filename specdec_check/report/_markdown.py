@@ -89,7 +89,7 @@ def render_markdown(data: dict) -> str:
         "",
     ]
     out += _table(
-        ["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "samples"],
+        ["check", "result", "p-value / e-value", "min. detectable TV", "certified TV bound", "outcomes tested"],
         [
             [
                 _code(r["label"]),

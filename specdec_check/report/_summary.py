@@ -140,7 +140,9 @@ CHECK_LABELS = {"screen": "screen (structural)"}
 CHECK_TABLE_LEGEND = ("p / e: the smallest p-value and the largest e-value over the check's tests; min TV: the "
                       "largest total-variation distance one of its tests could miss (power 0.99); TV bound: the "
                       "largest certified upper bound on the distance between the sampler's law and the exact law; "
-                      "samples: the samples its tests saw (contract and impossible: every sample of the run); "
+                      "tested: the outcomes its tests counted, summed over them (one sample read by two tests counts twice, so "
+                      "a column can exceed the run's samples, the rows handed to the sampler; contract and impossible "
+                      "check every sample once); "
                       "\u2014: no such number, or no resolution (a TV of 1 is no bound).")
 
 

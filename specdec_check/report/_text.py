@@ -45,7 +45,7 @@ def render_text(data: dict) -> str:
          fmt_p(r["pvalue"], r["evalue"]), fmt_num(r["min_detectable_tv"]), fmt_num(r["tv_upper"]), fmt_count(r["samples"])]
         for r in check_rows(data)
     ]
-    lines += _grid(["check", "result", "p / e", "min TV", "TV bound", "samples"], rows)
+    lines += _grid(["check", "result", "p / e", "min TV", "TV bound", "tested"], rows)
     lines.append(CHECK_TABLE_LEGEND)
     findings = data.get("findings", [])
     if findings:

@@ -149,7 +149,7 @@ def test_markdown_has_verdict_table_first_and_evidence_and_repro(failed_report, 
     md = render_markdown(failed_report.to_dict())
     verdict_at = md.index("## Verdict by check")
     assert verdict_at < md.index("## Findings") < md.index("## Tests")
-    assert "| check | result | p-value / e-value | min. detectable TV | certified TV bound | samples |" in md
+    assert "| check | result | p-value / e-value | min. detectable TV | certified TV bound | outcomes tested |" in md
     assert "**FAILED** (1/1 rejected)" in md and "p = 1e-12" in md
     assert "Evidence:" in md and '"worst_bin": [1, 1]' in md
     assert "python -m specdec_check verify 'evil_pkg:x' --mode quick --seed 0" in md

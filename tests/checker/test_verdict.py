@@ -123,3 +123,15 @@ def test_the_collision_test_p_value_is_the_exact_binomial_tail_of_the_pair_proba
     assert record.details["expected"] == pytest.approx(2.0)
     assert record.pvalue == pytest.approx(binom.sf(hits - 1, 10, 0.1), rel=1e-9)
     assert rejected == (record.pvalue <= 1e-3) == (ctx.recorder.findings == [("failure", "independence")])
+
+
+def test_the_advice_of_a_gap_names_only_what_this_user_can_do():
+    """More rows per call only for a scenario the user wrote; the next mode (or a coarser --tv in
+    thorough) for a built-in one; nothing to do where the scenario stopped at its failure."""
+    summaries = [_summary("mine", 0.2), _summary("builtin", 0.2), _summary("broken", 0.2)]
+    gaps = dict(evidence_gaps(summaries, 0.06, own={"mine"}, failed={"broken"}, mode="default"))
+    assert gaps["mine"].endswith("give it more rows per call, or run --mode thorough")
+    assert gaps["builtin"].endswith(": run --mode thorough") and "rows per call" not in gaps["builtin"]
+    assert "stopped at its failure" in gaps["broken"] and "thorough" not in gaps["broken"]
+    thorough = dict(evidence_gaps(summaries[1:2], 0.02, mode="thorough"))
+    assert thorough["builtin"].endswith("set a coarser --tv")

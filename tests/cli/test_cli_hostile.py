@@ -79,9 +79,10 @@ def _assert_partial(data, check, scenario=SECOND):
         ("os_exit0", "exited with status 0"),
         ("sigkill_self", "was killed by signal SIGKILL (9)"),
         ("sigterm_self", "was killed by signal SIGTERM (15)"),
-        ("keyboard_interrupt", "raised KeyboardInterrupt"),
-        ("custom_base_exception", "raised specdec_hostile_samplers.Boom: not an Exception"),
-        ("generator_exit", "raised GeneratorExit"),
+        # an exception says its message (or that it has none) and the user's line that raised it
+        ("keyboard_interrupt", "raised KeyboardInterrupt (no message) [at {here}:"),
+        ("custom_base_exception", "raised specdec_hostile_samplers.Boom: not an Exception [at {here}:"),
+        ("generator_exit", "raised GeneratorExit (no message) [at {here}:"),
     ],
 )
 def test_a_sampler_that_ends_its_process_fails_with_a_crash_report(tmp_path, sampler, how):
@@ -90,7 +91,13 @@ def test_a_sampler_that_ends_its_process_fails_with_a_crash_report(tmp_path, sam
     data = _report(tmp_path / "out")
     assert data["verdict"] == "failed"
     crash = _assert_partial(data, "crash")
-    assert crash["message"].startswith(f"the sampler {how} during call ")
+    how = how.format(here=Path(__file__).with_name("specdec_hostile_samplers.py"))
+    if "[at " in how:
+        assert crash["message"].startswith(f"the sampler {how}") and "] during call " in crash["message"]
+        assert crash["evidence"]["how"].startswith(how) and " in _raise: raise " in crash["evidence"]["how"]
+        how = crash["evidence"]["how"]
+    else:
+        assert crash["message"].startswith(f"the sampler {how} during call ")
     assert crash["evidence"]["how"] == how and crash["evidence"]["scenario"] == SECOND
     assert "--scenario disjoint-supports" in crash["repro"]
     assert "verdict: FAILED" in proc.stdout and f"crash: the sampler {how}" in proc.stderr

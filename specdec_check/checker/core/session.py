@@ -171,7 +171,9 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     if progress is not None:
         total = sum(p.parts for p in plans)
         progress(total, total, "done")
-    gaps = evidence_gaps(summaries, options.mode.design_tv)
+    defaults = {id(s) for s in kind.default_battery()}
+    gaps = evidence_gaps(summaries, options.mode.design_tv, own={s.name for s in scenarios if id(s) not in defaults},
+                         failed={f.scenario for f in findings if f.kind == "failure"}, mode=options.mode.name)
     resolved = [s.achieved_tv for s in summaries if s.achieved_tv is not None]
     findings = by_cause(findings, getattr(kind, "output_law_checks", ()))
     verdict = verdict_of((f.kind for f in findings), inconclusive=bool(gaps))

@@ -107,9 +107,21 @@ def by_cause(findings, law_checks) -> list:
     return dependent + rest
 
 
-def evidence_gaps(summaries, design_tv: float) -> tuple:
+def _advice(name: str, *, own: frozenset, failed: frozenset, mode: str) -> str:
+    """What this user can do about a scenario short of the design TV (nothing to do where it failed)."""
+    if name in failed:
+        return "it stopped at its failure (listed above), which is the finding; more samples would not change it"
+    more = "run --mode thorough" if mode != "thorough" else "set a coarser --tv"
+    return f"give it more rows per call, or {more}" if name in own else more
+
+
+def evidence_gaps(summaries, design_tv: float, *, own=(), failed=(), mode: str = "default") -> tuple:
     """``((scenario, reason), ...)`` for scenarios whose law tests did not reach ``design_tv``, or one
-    entry for the whole run when no scenario ran a law test: without them nothing is proven exact."""
+    entry for the whole run when no scenario ran a law test: without them nothing is proven exact.
+
+    The advice names only what the user can do: more rows per call only for the scenarios they wrote
+    (``own``, by name), none for a scenario that stopped at a failure (``failed``)."""
+    own, failed = frozenset(own), frozenset(failed)
     gaps, any_law = [], False
     for s in summaries:
         if s.achieved_tv is None:
@@ -118,7 +130,7 @@ def evidence_gaps(summaries, design_tv: float) -> tuple:
         if s.achieved_tv > design_tv:
             gaps.append((s.name, f"its law tests could detect only a TV of {s.achieved_tv:.3g} with power 0.99 "
                                  f"({s.samples:,} samples over {s.calls:,} calls), short of the mode's design TV "
-                                 f"{design_tv:g}: give it more rows per call, or run --mode thorough"))
+                                 f"{design_tv:g}: {_advice(s.name, own=own, failed=failed, mode=mode)}"))
     if not any_law:
         gaps.append(("(all)", "no law test ran (every law check deselected or every scenario stopped before one): "
                               "nothing about the output law was tested"))

@@ -79,12 +79,18 @@ def check_names(text):
     return names
 
 
-def formats(text):
+def formats(text, choices=REPORT_FORMATS):
+    """``"md,html"`` -> ``("md", "html")``: a comma-separated list of report formats among ``choices``."""
     names = tuple(c.strip() for c in text.split(",") if c.strip())
-    bad = [n for n in names if n not in REPORT_FORMATS]
+    bad = [n for n in names if n not in choices]
     if bad or not names:
-        raise argparse.ArgumentTypeError(f"choose from {','.join(REPORT_FORMATS)} (comma-separated); got {text!r}")
+        raise argparse.ArgumentTypeError(f"choose from {','.join(choices)} (comma-separated); got {text!r}")
     return names
+
+
+def rendered_formats(text):
+    """The formats ``specdec-check report`` renders again (report.json is the input): md, html."""
+    return formats(text, tuple(f for f in REPORT_FORMATS if f != "json"))
 
 
 # --------------------------------------------------------------------------- validators of API values

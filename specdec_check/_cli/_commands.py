@@ -37,7 +37,7 @@ def run_demo(args) -> int:
 def run_report(args) -> int:
     from ..report import ReportDirError, escaped, exit_status, load_report, render_html, render_markdown, rerender_report
 
-    formats = list(dict.fromkeys(args.formats or ("md", "html")))
+    formats = list(dict.fromkeys(f for group in (args.formats or [("md", "html")]) for f in group))
     if args.stdout and len(formats) != 1:
         raise UsageError("--stdout needs exactly one --format")
     try:

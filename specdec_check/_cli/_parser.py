@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._options import cli_options, option as table_option, positive_int, seed_value
+from .._options import cli_options, option as table_option, positive_int, rendered_formats, seed_value
 from .._settings import KINDS, default_sampler
 from ._errors import PROG, Parser
 
@@ -90,8 +90,9 @@ def _add_report(sub) -> None:
                                    "device, too large or too deeply nested, not matching the schema) or its \"passed\" "
                                    "contradicts its findings.")
     report.add_argument("path", metavar="REPORT.json", type=Path, help="a report.json (or the folder holding one)")
-    report.add_argument("--format", dest="formats", choices=("md", "html"), action="append", default=None,
-                        help="format to render; repeatable (default: md and html)")
+    report.add_argument("--format", dest="formats", type=rendered_formats, action="append", default=None,
+                        metavar="FMT[,FMT...]",
+                        help="formats to render: md,html (comma-separated or repeated, as for verify; default: both)")
     report.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="folder to write into (default: the folder of REPORT.json)")
     report.add_argument("--stdout", action="store_true", help="print the rendered document instead of writing it")
@@ -113,3 +114,22 @@ def build_parser() -> Parser:
     _add_demo(sub)
     _add_report(sub)
     return parser
+
+
+#: Width of the generated synopsis (the README's command-line block).
+SYNOPSIS_WIDTH = 100
+
+
+def synopsis() -> str:
+    """Every subcommand's usage line, as the parser has it, wrapped at :data:`SYNOPSIS_WIDTH` columns: the
+    README's command-line block (tests/cli test that the two agree)."""
+    import argparse
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    blocks = []
+    for name, command in sub.choices.items():
+        formatter = argparse.HelpFormatter(command.prog, width=SYNOPSIS_WIDTH)
+        formatter.add_usage(command.usage, command._actions, command._mutually_exclusive_groups, prefix="")
+        blocks.append(formatter.format_help().strip())
+    return "\n".join(blocks)

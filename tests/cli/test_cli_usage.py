@@ -221,3 +221,43 @@ def test_cli_imports_stay_light():
 def test_all_names_exist():
     for name in _cli.__all__:
         assert hasattr(_cli, name)
+
+
+def test_the_readmes_command_line_block_is_the_parsers_synopsis():
+    """The README's synopsis is generated from the parser (specdec_check._cli._parser.synopsis): every flag
+    of every subcommand (--tv, --scenarios, --no-report, --workers ...) is in it, and nothing else."""
+    from pathlib import Path
+
+    from specdec_check._cli._parser import synopsis
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("## Command line and reports\n\n```\n", 1)[1].split("```", 1)[0]
+    assert block.strip() == synopsis(), "regenerate the README block with specdec_check._cli._parser.synopsis()"
+    for flag in ("--tv", "--scenarios", "--no-report", "--workers", "--scheduler", "--drafting"):
+        assert flag in block
+
+
+def test_every_exit_status_is_named_alike_in_the_readme_and_every_help():
+    """0, 1, 2, 3 and 4 (and 130 / 143) in the README's exit codes and in each check command's --help."""
+    from pathlib import Path
+
+    from specdec_check._cli._parser import build_parser
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    line = readme.split("Exit codes: ", 1)[1].split("\n\n", 1)[0]
+    for status in ("0 passed", "1 failed", "2 usage error", "3 internal error", "4 inconclusive", "130 / 143"):
+        assert status in " ".join(line.split()), line
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for command in ("verify", "generate", "tree", "ragged"):
+        epilog = " ".join(sub.choices[command].epilog.split())
+        for status in ("0 passed", "1 failed", "2 usage error", "3 internal error", "4 inconclusive"):
+            assert status in epilog, (command, epilog)
+
+
+def test_report_takes_formats_as_verify_does(saved_report, tmp_path, capsys):
+    source = saved_report(passed=False)
+    assert main(["report", str(source), "--format", "md,html", "--out", str(tmp_path / "both")]) == 1
+    assert {p.name for p in (tmp_path / "both").iterdir()} >= {"report.md", "report.html"}
+    assert main(["report", str(source), "--format", "json"]) == 2
+    assert "choose from md,html" in capsys.readouterr().err

@@ -167,6 +167,7 @@ def pytest_collection_modifyitems(session, config, items):
     state = config.stash.get(_STATE_KEY, None)
     if state is None:
         return
+    _only_the_kinds_given(state, config, items)
     statistical = [item for item in items if item.get_closest_marker(_MARKER) is not None]
     if not statistical:
         state.plan = {}
@@ -174,6 +175,29 @@ def pytest_collection_modifyitems(session, config, items):
     default = state.examples()
     state.plan = {item.nodeid: int(item.get_closest_marker(_MARKER).kwargs.get("examples", default))
                   for item in statistical}
+
+
+def given_kinds(state) -> tuple:
+    """The kinds whose sampler was chosen (option, environment or ini file); empty when none was."""
+    return tuple(kind for kind in KINDS if not state.selections[kind].is_default)
+
+
+def _only_the_kinds_given(state, config, items) -> None:
+    """With a sampler given for some kinds, the bundled property suite runs only theirs: the others would
+    check the bundled references (minutes of work that says nothing about the user's code). Each bundled
+    suite test asks for its kind's ``specdec_<kind>`` fixture; the user's own tests are never deselected."""
+    given = given_kinds(state)
+    if not given:
+        return
+    suite = os.path.dirname(os.path.abspath(__file__)) + os.sep + "suite" + os.sep
+    others = {f"specdec_{kind}" for kind in KINDS if kind not in given}
+    keep, drop = [], []
+    for item in items:
+        bundled = str(getattr(item, "path", getattr(item, "fspath", ""))).startswith(suite)
+        (drop if bundled and others & set(getattr(item, "fixturenames", ())) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_report_collectionfinish(config, start_path, items):

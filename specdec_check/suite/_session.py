@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .._settings import KINDS as KIND_NAMES
+
 __all__ = ["DEFAULT_EXAMPLE_ALPHA", "PROFILES", "STATISTICAL_MARKER", "Selection", "SuiteLedger", "SuiteSession",
            "register_profiles"]
 
@@ -222,9 +224,12 @@ class SuiteSession:
 
     def header(self) -> list:
         sel = self.selections
+        given = [kind for kind in sel if kind in KIND_NAMES and not sel[kind].is_default]
         lines = [
             f"specdec-check: verifier {sel['verifier'].value} ({sel['verifier'].source}); "
             f"generator {sel['generator'].value} ({sel['generator'].source})",
+            ("specdec-check: running the bundled properties of the kind(s) given only: " + ", ".join(given)
+             if given else "specdec-check: no sampler given: the bundled properties check the bundled references"),
             f"specdec-check: backend {sel['backend'].value} ({sel['backend'].source}), "
             f"device {sel['device'].value or 'default'} ({sel['device'].source}), "
             f"dtype {sel['dtype'].value or 'default'} ({sel['dtype'].source}); "

@@ -199,6 +199,14 @@ class TestSuite:
             "specdec-check: spent alpha 1e-06 of 1e-06 on 65 statistical examples*",
         ])
 
+    def test_only_the_kinds_given_run_and_the_header_says_so(self, impls):
+        result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co",
+                                            "--specdec-verifier", "impls:verify_opt")
+        result.stdout.fnmatch_lines(["*running the bundled properties of the kind(s) given only: verifier*",
+                                     "*8 deselected*"])  # the generator, 4 tree and 3 ragged properties
+        modules = [line for line in result.outlines if "<Module" in line]
+        assert modules and all("test_verifier_properties.py" in line for line in modules), modules
+
     def test_default_profile_and_budget_in_header(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
         result.stdout.fnmatch_lines(["*over 650 statistical examples in 13 tests*the suite profile is "
@@ -231,7 +239,8 @@ class TestSuite:
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k", "contract or first_token",
                                             "--specdec-verifier", "buggy:exits")
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        result.assert_outcomes(failed=2, passed=2, deselected=16)  # tree_contract and ragged contract run their references
+        # only the kind given runs: the tree and ragged contract properties (bundled references) are deselected
+        result.assert_outcomes(failed=2, deselected=18)
         result.stdout.fnmatch_lines(["*buggy:exits: the 'contract' property did not finish: the sampler exited with "
                                      "status 0*"])
 

@@ -9,7 +9,9 @@ __all__ = [
     "CHECK_LABELS",
     "CHECK_TABLE_LEGEND",
     "EVERY_CALL_CHECKS",
+    "PARTIAL_CHECKS",
     "check_rows",
+    "resolution_line",
     "finding_counts",
     "headline",
     "verdict_of",
@@ -113,6 +115,8 @@ def check_rows(data: dict) -> list[dict]:
         rejected = sum(1 for r in ran if not r.get("passed", True))
         every_call = check in EVERY_CALL_CHECKS and bool(data.get("samples_used"))
         status = _status(kinds_of.get(check, set()), rejected, len(ran) or every_call, verdict)
+        if check == "interrupted":  # the run was stopped from outside: not a check the sampler failed
+            status = "interrupted"
         rows.append(
             {
                 "check": check,
@@ -144,6 +148,29 @@ CHECK_TABLE_LEGEND = ("p / e: the smallest p-value and the largest e-value over 
                       "a column can exceed the run's samples, the rows handed to the sampler; contract and impossible "
                       "check every sample once); "
                       "\u2014: no such number, or no resolution (a TV of 1 is no bound).")
+
+
+def resolution_line(data: dict) -> str | None:
+    """``"resolution: ..."``: the weakest law-tested scenario's detectable TV (power 0.99), saying over how
+    many of the planned scenarios when the run did not complete them all; None without a law test."""
+    if data.get("achieved_tv") is None:
+        return None
+    ran = [s for s in data.get("scenarios", []) if s.get("achieved_tv") is not None]
+    weakest = max(ran, key=lambda s: s["achieved_tv"])["name"] if ran else None
+    planned = next((f.get("evidence", {}).get("scenarios_planned") for f in data.get("findings", [])
+                    if f.get("check") in PARTIAL_CHECKS and f.get("evidence", {}).get("scenarios_planned")), None)
+    text = (f"resolution: the weakest scenario's law tests could detect a TV of {fmt_num(data['achieved_tv'])} with "
+            f"power 0.99 (weakest: {weakest}; design {fmt_num(data.get('design_tv'))})")
+    completed = len(data.get("scenarios", []))
+    if planned and completed < planned:
+        text += (f"; over the {completed} of {planned} planned scenarios that completed: the others were not run "
+                 "and prove nothing")
+    return text
+
+
+#: Findings that end a run early (the report is partial): their row says so instead of FAILED where the
+#: sampler did not cause it (an interrupt), and the resolution counts only the scenarios that completed.
+PARTIAL_CHECKS = ("interrupted", "crash", "timeout")
 
 
 def _resolved(tv):

@@ -9,7 +9,7 @@ huge name cannot flood the terminal or widen every row of the table.
 from __future__ import annotations
 
 from .._escape import clip, one_line
-from ._summary import CHECK_TABLE_LEGEND, check_rows, fmt_count, fmt_num, fmt_p, headline, verdict_of
+from ._summary import CHECK_TABLE_LEGEND, check_rows, fmt_count, fmt_num, fmt_p, headline, resolution_line, verdict_of
 
 __all__ = ["render_text"]
 
@@ -55,9 +55,9 @@ def render_text(data: dict) -> str:
                      f"{clip(one_line(f.get('message', '')), MESSAGE_LIMIT)}")
         if f.get("repro"):
             lines.append(f"    repro: {clip(one_line(f['repro']), MESSAGE_LIMIT)}")
-    if data.get("achieved_tv") is not None:
-        lines += ["", f"resolution: every scenario's law tests could detect a TV of {fmt_num(data['achieved_tv'])} with "
-                      f"power 0.99 (design {fmt_num(data.get('design_tv'))})"]
+    resolution = resolution_line(data)
+    if resolution is not None:
+        lines += ["", clip(one_line(resolution), MESSAGE_LIMIT)]
     for gap in data.get("inconclusive") or []:
         lines.append(f"[inconclusive] {_name(gap.get('scenario', ''))}: {clip(one_line(gap.get('reason', '')), MESSAGE_LIMIT)}")
     lines += ["", f"verdict: {_name(verdict).upper()}"]

@@ -412,3 +412,30 @@ def test_the_schema_uses_only_keywords_the_builtin_validator_knows():
             walk(node["items"])
 
     walk(report_schema())
+
+
+def test_a_partial_report_claims_resolution_only_for_the_scenarios_that_completed(passed_report):
+    """An interrupted run's report: the interrupt row says "interrupted" (not FAILED), and the resolution
+    line counts the completed scenarios of those planned instead of claiming every scenario's."""
+    from specdec_check.report._summary import resolution_line
+
+    def resolved(data):
+        for i, scenario in enumerate(data["scenarios"]):
+            scenario["achieved_tv"] = 0.05 + 0.001 * i
+        data["achieved_tv"] = max(s["achieved_tv"] for s in data["scenarios"])
+        return data
+
+    data = resolved(_dict(passed_report))
+    done = len(data["scenarios"])
+    data.update(verdict="interrupted", passed=False)
+    data["findings"].append({"kind": "failure", "check": "interrupted", "scenario": "", "repro": "",
+                             "message": "the run was interrupted by SIGINT",
+                             "evidence": {"signal": "SIGINT", "scenarios_completed": done,
+                                          "scenarios_planned": done + 10}})
+    rows = {r["check"]: r["status"] for r in check_rows(data)}
+    assert rows["interrupted"] == "interrupted" and "FAILED" not in rows.values()
+    line = resolution_line(data)
+    assert f"over the {done} of {done + 10} planned scenarios that completed" in line
+    assert "every scenario" not in render_text(data)
+    complete = resolved(_dict(passed_report))
+    assert "planned" not in resolution_line(complete) and "weakest scenario" in resolution_line(complete)

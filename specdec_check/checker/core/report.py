@@ -200,8 +200,8 @@ class CheckReport:
                 lines.append(f"      repro: {one_line(f.repro)}")
         if self.achieved_tv is not None:
             weakest = max((s for s in self.scenarios if s.achieved_tv is not None), key=lambda s: s.achieved_tv)
-            lines.append(f"  resolution: every scenario's law tests could detect a TV of {self.achieved_tv:.3g} with power "
-                         f"0.99 (weakest: {one_line(weakest.name)}; design {self.design_tv:g})")
+            lines.append(f"  resolution: the weakest scenario's law tests could detect a TV of {self.achieved_tv:.3g} with "
+                         f"power 0.99 (weakest: {one_line(weakest.name)}; design {self.design_tv:g})")
         for name, reason in self.inconclusive:
             lines.append(f"  [inconclusive] {one_line(name)}: {one_line(reason)}")
         if not self.findings and not self.inconclusive:

@@ -58,7 +58,8 @@ def _main(argv) -> int:
         print(f"{prefix}: error: {exc}{hint}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{PROG}: interrupted; a report not yet written was abandoned (a report folder is written whole "
+              "or not at all)", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug in specdec-check itself: traceback, then one line, exit 3
         import traceback

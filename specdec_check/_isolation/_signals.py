@@ -6,10 +6,11 @@ Exit status after a signal follows the shell convention ``128 + signal number``:
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 
-__all__ = ["SignalGuard", "exit_status_for"]
+__all__ = ["SECOND_INTERRUPT_NOTICE", "SignalGuard", "exit_status_for"]
 
 #: The signals a user sends to stop a run.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -20,22 +21,38 @@ def exit_status_for(signum: int) -> int:
     return 128 + int(signum)
 
 
+#: What the impatient user's second SIGINT is told: the partial report (written within a second or two of
+#: the first) is finished first; a third SIGINT abandons it.
+SECOND_INTERRUPT_NOTICE = (b"specdec-check: finishing the partial report first (a moment); interrupt once more "
+                           b"to abandon it and write nothing\n")
+
+
 class SignalGuard:
     """Context manager: SIGINT / SIGTERM set :attr:`signum` (the first one received) instead of
-    ending the process; a second SIGINT raises KeyboardInterrupt (the impatient user's way out).
-    Outside the main thread (where handlers cannot be installed) it only records nothing.
-    The guard is callable: ``guard()`` returns :attr:`signum` (the ``stop`` of ``supervise``).
+    ending the process; a second SIGINT is answered with :data:`SECOND_INTERRUPT_NOTICE` (the partial
+    report is still written), a third raises KeyboardInterrupt (the impatient user's way out: then no
+    report is written, and the CLI says so). Outside the main thread (where handlers cannot be
+    installed) it records nothing. The guard is callable: ``guard()`` returns :attr:`signum` (the
+    ``stop`` of ``supervise``).
     """
 
     def __init__(self):
         self.signum = None
+        self.interrupts = 0
         self._saved = {}
 
     def _handle(self, signum, frame):
         if self.signum is None:
             self.signum = signum
-        elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
+        if signum == signal.SIGINT:
+            self.interrupts += 1
+            if self.interrupts == 2:
+                try:
+                    os.write(2, SECOND_INTERRUPT_NOTICE)
+                except OSError:  # pragma: no cover - stderr closed
+                    pass
+            elif self.interrupts > 2:
+                raise KeyboardInterrupt
 
     def __call__(self):
         return self.signum

@@ -77,7 +77,10 @@ def test_signal_guard_records_the_first_signal_and_restores_handlers():
         assert guard.signum == signal.SIGTERM and guard() == signal.SIGTERM
         os.kill(os.getpid(), signal.SIGTERM)  # a second SIGTERM changes nothing
         assert guard.signum == signal.SIGTERM
-        with pytest.raises(KeyboardInterrupt):  # a second SIGINT is the way out
+        os.kill(os.getpid(), signal.SIGINT)  # a first SIGINT after it: recorded too, the first signal stays
+        os.kill(os.getpid(), signal.SIGINT)  # a second: the partial report is still written (a notice says so)
+        assert guard.signum == signal.SIGTERM and guard.interrupts == 2
+        with pytest.raises(KeyboardInterrupt):  # a third SIGINT is the way out
             os.kill(os.getpid(), signal.SIGINT)
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 

@@ -11,6 +11,7 @@ from .._settings import DEFAULT_ALPHA, DEFAULT_RULE, DEFAULT_TIMEOUT_S, DRAFTING
 from ._errors import UsageError, resolve_callable
 from ._parser import KIND_OF
 from ._progress import make_progress
+from .._isolation._capture import OutputFile, redirect_output_to
 from .._options import REPORT_FORMATS
 
 __all__ = ["default_report_dir", "run_check"]
@@ -149,11 +150,17 @@ def run_check(args) -> int:
                "checks": args.checks, "strict": args.strict or None,
                "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,
                "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
-    return supervise_check(functools.partial(_check_in_child, args, path), command=args.command, path=path,
-                           options=options, fallback_header=_command_line_header(args, path),
-                           publish=functools.partial(_publish, args, folder, identity),
-                           usage_error=UsageError, progress=make_progress(not args.no_progress, desc=args.command),
-                           call_timeout=args.timeout)
+    output = OutputFile()  # the sampler's own stdout / stderr, kept out of the verdict (see _capture)
+    try:
+        return supervise_check(functools.partial(_check_in_child, args, path, output_path=output.path),
+                               command=args.command, path=path, options=options,
+                               fallback_header=_command_line_header(args, path),
+                               publish=functools.partial(_publish, args, folder, identity, output=output),
+                               usage_error=UsageError,
+                               progress=make_progress(not args.no_progress, desc=args.command),
+                               call_timeout=args.timeout)
+    finally:
+        output.remove()
 
 
 def _command_line_header(args, path) -> dict:
@@ -165,11 +172,14 @@ def _command_line_header(args, path) -> dict:
             "checks": list(args.checks or ()), "strict": bool(args.strict)}
 
 
-def _check_in_child(args, path, channel):
+def _check_in_child(args, path, channel, output_path=None):
     """The child's side of :func:`_run_check`: import the sampler and scenarios, run the check under a
-    monitor that reports to the parent; return ``("report", data)``, ``("usage", message)``,
-    ``("sampler", facts)`` or ``("internal", facts)``."""
+    monitor that reports to the parent, its stdout and stderr sent to ``output_path``; return ``("report",
+    data)``, ``("usage", message)``, ``("sampler", facts)`` or ``("internal", facts)``."""
     from .._isolation import ChannelMonitor
+
+    if output_path is not None:
+        redirect_output_to(output_path)
 
     kind = KIND_OF[args.command]
     try:
@@ -237,9 +247,13 @@ def _raised_by(sampler, exc) -> bool:
     return False
 
 
-def _publish(args, folder, identity, data):
-    """Write the report files, then print the verdict and where they are (stdout may be gone by now)."""
+def _publish(args, folder, identity, data, output=None):
+    """Write the report files, then print the verdict and where they are (stdout may be gone by now); the
+    sampler's own output (``output``, an :class:`OutputFile`) goes into the report as an excerpt."""
     written = {}
+    captured = output.excerpt() if output is not None else None
+    if captured is not None:
+        data = {**data, "sampler_output": captured}
     if folder is not None:
         from ..report import ReportDirError, escaped, write_report
 

@@ -142,6 +142,12 @@ def render_html(data: dict, *, plots: bool = True) -> str:
     out.append("<h2>Run</h2>")
     out.append(_table(["setting", "value"], [_row([_td(k), _td(v)]) for k, v in settings_rows(data)]))
 
+    if data.get("sampler_output"):
+        captured = data["sampler_output"]
+        out.append("<h2>The sampler's own output</h2>")
+        out.append(f"<p>{_e(fmt_count(captured.get('bytes')))} bytes written to stdout/stderr during the run"
+                   + (" (first and last 2,000 characters)" if captured.get("truncated") else "") + ":</p>")
+        out.append(f"<pre>{_e(str(captured.get('excerpt', '')))}</pre>")
     out.append("<h2>Findings</h2>")
     if not findings:
         out.append("<p>None.</p>")

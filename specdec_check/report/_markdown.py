@@ -106,6 +106,12 @@ def render_markdown(data: dict) -> str:
     out += ["", CHECK_TABLE_LEGEND, "", "## Run", ""]
     out += _table(["setting", "value"], [[label, _text(value)] for label, value in settings_rows(data)])
 
+    if data.get("sampler_output"):
+        captured = data["sampler_output"]
+        out += ["", "## The sampler's own output", "",
+                f"{fmt_count(captured.get('bytes'))} bytes written to stdout/stderr during the run"
+                + (" (first and last 2,000 characters)" if captured.get("truncated") else "") + ":", ""]
+        out += _block(str(captured.get("excerpt", "")), "text")
     findings = data.get("findings", [])
     out += ["", "## Findings", ""]
     if not findings:

@@ -40,6 +40,10 @@ def render_text(data: dict) -> str:
         headline(data),
         "",
     ]
+    if data.get("sampler_output"):
+        out = data["sampler_output"]
+        lines[-1:-1] = [f"the sampler wrote {fmt_count(out.get('bytes'))} bytes to stdout/stderr, kept out of this "
+                        "output: an excerpt is in the report (sampler_output)"]
     rows = [
         [_name(r["label"]), r["status"] + (f" ({r['rejected']}/{r['tests']})" if r["rejected"] else ""),
          fmt_p(r["pvalue"], r["evalue"]), fmt_num(r["min_detectable_tv"]), fmt_num(r["tv_upper"]), fmt_count(r["samples"])]

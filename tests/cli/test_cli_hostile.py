@@ -347,3 +347,16 @@ def test_a_module_that_exits_on_import_fails_with_a_report(tmp_path, body, how):
     crash = data["findings"][-1]
     assert crash["check"] == "crash" and crash["evidence"]["how"] == how
     assert "before the first scenario started" in crash["message"]
+
+
+def test_the_samplers_own_output_stays_out_of_the_verdict_and_goes_in_the_report(tmp_path):
+    """A sampler printing a fake ``verdict: PASSED`` on every call (and writing to fd 2 below Python) does
+    not reach the terminal; the report keeps its size and a bounded excerpt."""
+    proc = _run(tmp_path, "verify", "specdec_hostile_samplers:chatty", *SMALL, "--report", "out")
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    assert proc.stdout.count("verdict: PASSED") == 1 and "C-level stderr noise" not in proc.stderr
+    assert "bytes to stdout/stderr, kept out of this output" in proc.stdout
+    captured = _report(tmp_path / "out")["sampler_output"]
+    assert captured["bytes"] > 0 and "verdict: PASSED\nC-level stderr noise" in captured["excerpt"]
+    assert len(captured["excerpt"]) <= 4100 and captured["truncated"] == (captured["bytes"] > 4000)
+    assert "## The sampler's own output" in (tmp_path / "out" / "report.md").read_text()

@@ -5,6 +5,7 @@ received, never stdout's fate."""
 from __future__ import annotations
 
 import functools
+import math
 from pathlib import Path
 
 from .._settings import DEFAULT_ALPHA, DEFAULT_RULE, DEFAULT_TIMEOUT_S, DRAFTING_SCHEMES, default_sampler
@@ -151,14 +152,16 @@ def run_check(args) -> int:
                "rule": getattr(args, "rule", DEFAULT_RULE) if getattr(args, "rule", DEFAULT_RULE) != DEFAULT_RULE else None,
                "timeout": args.timeout if args.timeout != DEFAULT_TIMEOUT_S else None}
     output = OutputFile()  # the sampler's own stdout / stderr, kept out of the verdict (see _capture)
+    quiet = bool(getattr(args, "quiet", False))
     try:
         return supervise_check(functools.partial(_check_in_child, args, path, output_path=output.path),
                                command=args.command, path=path, options=options,
                                fallback_header=_command_line_header(args, path),
                                publish=functools.partial(_publish, args, folder, identity, output=output),
                                usage_error=UsageError,
-                               progress=make_progress(not args.no_progress, desc=args.command),
-                               call_timeout=args.timeout)
+                               progress=make_progress(not (args.no_progress or quiet), desc=args.command),
+                               call_timeout=args.timeout,
+                               heartbeat_s=math.inf if quiet else None)  # -q: the verdict line, nothing else
     finally:
         output.remove()
 

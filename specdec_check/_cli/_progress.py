@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["TqdmProgress", "make_progress"]
+
+
+#: Columns and rows assumed on a terminal that reports a size of 0 x 0: tqdm hides a bar below the last
+#: of 0 rows, so it would draw nothing at all there.
+FALLBACK_SIZE = (100, 24)
+
+
+def _size(stream) -> tuple:
+    """The terminal's ``(columns, rows)``, 0 where it does not say."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return 0, 0
+    return size.columns, size.lines
 
 
 class TqdmProgress:
@@ -24,8 +39,10 @@ class TqdmProgress:
         from tqdm import tqdm
 
         if self._bar is None:
+            width, height = _size(self._file)  # 0 x 0 on a pty that reports no size (under `script`, in CI)
             self._bar = tqdm(total=total, file=self._file, disable=self._disable, desc=self._desc, leave=False,
-                             dynamic_ncols=True, unit="step")
+                             dynamic_ncols=bool(width), ncols=None if width else FALLBACK_SIZE[0],
+                             nrows=None if height else FALLBACK_SIZE[1], unit="part")
         if total is not None and total != self._bar.total:
             self._bar.total = total
         if label:

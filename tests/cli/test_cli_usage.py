@@ -261,3 +261,44 @@ def test_report_takes_formats_as_verify_does(saved_report, tmp_path, capsys):
     assert {p.name for p in (tmp_path / "both").iterdir()} >= {"report.md", "report.html"}
     assert main(["report", str(source), "--format", "json"]) == 2
     assert "choose from md,html" in capsys.readouterr().err
+
+
+def test_the_progress_bar_draws_on_a_terminal_that_reports_no_size():
+    """A pty of 0 x 0 (what `script` and CI give) still gets the bar: tqdm alone draws nothing there."""
+    import os
+    import pty
+    import time
+
+    from specdec_check._cli._progress import TqdmProgress
+
+    master, slave = pty.openpty()
+    try:
+        stream = os.fdopen(slave, "w", closefd=False)
+        assert os.get_terminal_size(slave).columns == 0  # the case itself
+        progress = TqdmProgress(file=stream, disable=False, desc="verify")
+        progress(0, 14, "screen")
+        time.sleep(0.2)  # past tqdm's 0.1 s between redraws
+        progress(3, 14, "corpus-bigram (120 calls)")
+        progress.close()
+        stream.flush()
+        os.set_blocking(master, False)
+        try:
+            drawn = os.read(master, 65536).decode("utf-8", "replace")
+        except BlockingIOError:  # nothing drawn at all
+            drawn = ""
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert "verify:" in drawn and "3/14" in drawn and "corpus-bigram (120 calls)" in drawn, drawn
+
+
+def test_quiet_prints_the_verdict_line_only_even_with_heartbeats_due(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SPECDEC_CHECK_HEARTBEAT_S="0.2")  # a heartbeat every 0.2 s, were it not quiet
+    proc = subprocess.run([sys.executable, "-m", "specdec_check", "verify", "--mode", "quick", "--no-report", "-q"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["specdec_check.samplers:numpy_verify: PASSED"] and proc.stderr == ""

@@ -592,3 +592,33 @@ def test_non_finite_probe_separates_guarded_from_unguarded_verifiers():
     assert not bad.failures
     assert [(f.kind, f.check) for f in strict.findings] == [("failure", "non_finite")], _describe(strict)
     assert strict.verdict == "failed" and strict.strict
+
+
+def _refuses_empty_prompts(*, target, draft, prompts, max_new_tokens, gamma, generator):
+    prompts = np.asarray(prompts)
+    if (prompts < 0).all(axis=1).any():
+        raise ValueError("empty prompt")
+    return numpy_generate(target=target, draft=draft, prompts=prompts, max_new_tokens=max_new_tokens, gamma=gamma,
+                          generator=generator)
+
+
+def test_a_loop_that_fails_on_padded_prompts_is_told_the_padding_convention():
+    """The battery's prompts are left-padded with -1, all-padding rows included; a loop that raises on them
+    gets a contract finding naming the padding it was given and the convention (README, "A decode loop")."""
+    from pathlib import Path
+
+    from specdec_check.checker.generator.caller import PADDING_CONVENTION
+
+    report = check_generator(_refuses_empty_prompts, mode="quick", seed=0)
+    finding = report.failures[0]
+    assert finding.check == "contract" and "row(s) all padding" in finding.message, finding.message
+    assert PADDING_CONVENTION in finding.message
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert "Prompts are **left-padded with -1**" in readme
+    # The README's two lines give the first-token law of an empty prompt: the start-of-sequence law.
+    scenario = default_generator_battery()[0]
+    prompts = np.array([[-1, -1], [-1, 2]])
+    seq = np.concatenate([np.full((2, 1), -1), prompts], axis=1)
+    first_law = scenario.target(seq)[:, -1]
+    np.testing.assert_allclose(first_law[0], scenario.target(np.full((1, 1), -1))[0, -1])
+    np.testing.assert_allclose(first_law[1], scenario.target(np.array([[2]]))[0, -1])

@@ -52,9 +52,12 @@ class Guard:
     the contract's main domain ("gamma = 0, V = 8"), where a crash or malformed output is robustness.
     """
 
-    def __init__(self, ctx, sampler, *, role: str, watched: tuple, degenerate: str | None = None):
+    def __init__(self, ctx, sampler, *, role: str, watched: tuple, degenerate: str | None = None, explain=None):
         self.ctx, self.sampler, self.role, self.watched = ctx, sampler, role, tuple(watched)
         self.backend, self.degenerate = ctx.backend, degenerate
+        #: ``explain(kwargs) -> str``: what the inputs of a call that raised had that the contract allows but
+        #: a sampler may not expect (a kind's conventions: padding, empty rows), added to the finding.
+        self.explain = explain
         #: (weak reference to the draw the inputs come from, {input: fingerprint}): weak, so a draw the
         #: checker is done with (a probe's, a finished block's) is freed at once, not kept here.
         self._reference = (_dead, None)
@@ -130,7 +133,8 @@ class Guard:
                                       f"({type(exc).__name__} on the read-only inputs: {exc})",
                                       {"modified": changed, "traceback": tb}, stop=True)
         else:
-            self.problem(check, f"the {self.role} raised {exception_summary(exc)}", {"traceback": tb})
+            note = self.explain(kwargs) if self.explain is not None else ""
+            self.problem(check, f"the {self.role} raised {exception_summary(exc)}{note}", {"traceback": tb})
 
     def _modified(self, changed, how: str = "") -> None:
         self.ctx.recorder.failure("contract", f"the {self.role} modified its input(s) {changed} in place{how}",

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core.guard import Guard
 
-__all__ = ["CountingModel", "GeneratorCaller"]
+__all__ = ["PADDING_CONVENTION", "CountingModel", "GeneratorCaller", "padding_note"]
 
 
 class CountingModel:
@@ -48,7 +48,8 @@ class GeneratorCaller:
     def __init__(self, ctx, generate, *, degenerate=None):
         self.ctx, self.generate = ctx, generate
         self.scenario, self.backend = ctx.scenario, ctx.backend
-        self.guard = Guard(ctx, generate, role="decode loop", watched=("prompts",), degenerate=degenerate)
+        self.guard = Guard(ctx, generate, role="decode loop", watched=("prompts",), degenerate=degenerate,
+                           explain=padding_note)
         self.last_target = None
 
     def _parse(self, out, expected_shape):
@@ -74,3 +75,20 @@ class GeneratorCaller:
                   "max_new_tokens": s.max_new_tokens, "gamma": s.gamma}
         expected_shape = (prompts.shape[0], s.max_new_tokens)
         return self.guard.call(kwargs, seed, check=check, parse=lambda out: self._parse(out, expected_shape))
+
+
+#: The decode-loop contract's padding convention, as a finding states it.
+PADDING_CONVENTION = ("prompts are left-padded with -1 (a row's real tokens are its last ones, and a row may be all "
+                      "padding: an empty prompt); a model ignores -1 positions, so the first token after an empty "
+                      "prompt is read from the model's law at a -1 position (prepend one -1 column, as "
+                      "specdec_check.samplers.numpy_generate does)")
+
+
+def padding_note(kwargs) -> str:
+    """What a finding adds when a decode loop raised on prompts with padding (see :data:`PADDING_CONVENTION`)."""
+    prompts = np.asarray(kwargs.get("prompts", np.zeros((0, 0))))
+    if prompts.ndim != 2 or not (prompts < 0).any():
+        return ""
+    empty = int((prompts < 0).all(axis=1).sum())
+    return (f" (this call's prompts [{prompts.shape[0]}, {prompts.shape[1]}] hold -1 padding"
+            + (f", {empty} row(s) all padding" if empty else "") + f"; the contract: {PADDING_CONVENTION})")

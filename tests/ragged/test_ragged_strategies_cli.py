@@ -76,3 +76,20 @@ def test_cli_rejects_an_unknown_ragged_scenario(capsys):
 def test_help_mentions_ragged(argv, capsys):
     assert main(argv) == 0
     assert "ragged" in capsys.readouterr().out
+
+
+def test_parametrize_with_checks_takes_ragged_verifiers():
+    """A user's ragged verifier gets the suite's ragged properties (ids ``<sampler>-<property>``), and the
+    reference passes its contract property when the check is called."""
+    from specdec_check.samplers import numpy_ragged_verifier
+    from specdec_check.suite import parametrize_with_checks
+    from specdec_check.suite._ragged_properties import RAGGED_PROPERTIES
+
+    verifier = numpy_ragged_verifier()
+    mark = parametrize_with_checks(ragged_verifiers=[verifier], checks=["contract"])
+    params = mark.args[1]
+    label = getattr(verifier, "__name__", type(verifier).__name__)
+    assert [p.id for p in params] == [f"{label}-contract"] and params[0].values[0].prop is RAGGED_PROPERTIES["contract"]
+    all_ids = [p.id for p in parametrize_with_checks(ragged_verifiers=[verifier]).args[1]]
+    assert all_ids == [f"{label}-{name}" for name in RAGGED_PROPERTIES]
+    params[0].values[0]()  # the reference keeps the contract (raises on a violation)

@@ -50,5 +50,5 @@ def test_tree_property_names_are_checked():
     assert ids == [f"numpy_verify_tree_topk-{name}" for name in TREE_VERIFIER_PROPERTIES]
     with pytest.raises(ValueError, match="unknown check"):
         parametrize_with_checks(tree_verifiers=[numpy_verify_tree_topk], checks=["tree_nope"])
-    with pytest.raises(ValueError, match="at least one verifier, generator or tree verifier"):
+    with pytest.raises(ValueError, match="at least one verifier, generator, tree or ragged verifier"):
         parametrize_with_checks(tree_verifiers=[numpy_verify_tree_topk], checks=["first_token"])

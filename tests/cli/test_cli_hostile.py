@@ -187,8 +187,9 @@ def test_head_dash_1_in_a_shell_pipeline(tmp_path):
 # --------------------------------------------------------------------------- SIGINT and SIGTERM
 
 
-def test_a_second_interrupt_within_a_second_still_leaves_the_partial_report(tmp_path):
-    """An impatient Ctrl-C Ctrl-C: the second is told the partial report is being finished, and it is."""
+def _interrupt_in_the_second_scenario(tmp_path, send):
+    """Run verify on a sampler that hangs in the second scenario; once it is there, ``send(pid)``;
+    return ``(returncode, stdout, stderr)`` (the process group is killed if it does not end in 60 s)."""
     marker = tmp_path / "second-scenario-started"
     proc = subprocess.Popen(_cmd("verify", "specdec_hostile_samplers:hang_after_marker", *SMALL, "--timeout", "0",
                                  "--report", "out"), cwd=tmp_path, env=_env(HOSTILE_MARKER=str(marker)),
@@ -199,15 +200,24 @@ def test_a_second_interrupt_within_a_second_still_leaves_the_partial_report(tmp_
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the second scenario never started"
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)
+        send(proc.pid)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130, (proc.returncode, err)
+    return proc.returncode, out, err
+
+
+def test_a_second_interrupt_within_a_second_still_leaves_the_partial_report(tmp_path):
+    """An impatient Ctrl-C Ctrl-C: the second is told the partial report is being finished, and it is."""
+    def twice(pid):
+        os.killpg(pid, signal.SIGINT)
+        time.sleep(0.1)
+        os.killpg(pid, signal.SIGINT)
+
+    status, out, err = _interrupt_in_the_second_scenario(tmp_path, twice)
+    assert status == 130, (status, err)
     assert _report(tmp_path / "out")["verdict"] == "interrupted"
     assert "this report is partial" in err and "verdict: INTERRUPTED" in out
 
@@ -215,26 +225,10 @@ def test_a_second_interrupt_within_a_second_still_leaves_the_partial_report(tmp_
 @pytest.mark.parametrize("to_group", [False, True], ids=["to-cli", "to-process-group"])
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_writes_a_partial_report_marked_interrupted(tmp_path, signum, status, to_group):
-    marker = tmp_path / "second-scenario-started"
-    proc = subprocess.Popen(_cmd("verify", "specdec_hostile_samplers:hang_after_marker", *SMALL, "--timeout", "0",
-                                 "--report", "out"), cwd=tmp_path, env=_env(HOSTILE_MARKER=str(marker)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + RUN_LIMIT_S
-        while not marker.exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the second scenario never started"
-            time.sleep(0.05)
-        if to_group:  # a terminal's Ctrl-C, or `kill -TERM -PGID`
-            os.killpg(proc.pid, signum)
-        else:
-            os.kill(proc.pid, signum)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == status, (proc.returncode, err)
+    # to the group: a terminal's Ctrl-C, or `kill -TERM -PGID`
+    send = (lambda pid: os.killpg(pid, signum)) if to_group else (lambda pid: os.kill(pid, signum))
+    returncode, out, err = _interrupt_in_the_second_scenario(tmp_path, send)
+    assert returncode == status, (returncode, err)
     data = _report(tmp_path / "out")
     assert data["verdict"] == "interrupted"
     last = _assert_partial(data, "interrupted")

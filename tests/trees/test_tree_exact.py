@@ -46,6 +46,16 @@ def _drafted(rng, parents, draft, drafting):
     return ids
 
 
+def _assert_brute(law, parents, ids, draft, target, rule):
+    """Every row of ``law`` [B, S, V] equals the brute-force walk of its tree (tests/trees/_brute.py)."""
+    for b in range(ids.shape[0]):
+        brute = brute_step_law(parents, ids[b].tolist(), draft[b].tolist(), target[b].tolist(), rule)
+        dense = np.zeros_like(law[b])
+        for (slot, y), p in brute.items():
+            dense[slot, y] = p
+        np.testing.assert_allclose(law[b], dense, atol=1e-12)
+
+
 @pytest.mark.parametrize("parents", TREES, ids=str)
 @pytest.mark.parametrize("rule", RULES, ids=str)
 def test_step_law_matches_brute_force(parents, rule):
@@ -58,12 +68,7 @@ def test_step_law_matches_brute_force(parents, rule):
         ids = _drafted(rng, parents, draft, drafting)
         law = exact.tree_step_law(parents, ids, draft, target, rule=_rule(rule))
         assert law.sum(axis=(1, 2)) == pytest.approx(1.0, abs=1e-12)
-        for b in range(ids.shape[0]):
-            brute = brute_step_law(parents, ids[b].tolist(), draft[b].tolist(), target[b].tolist(), rule)
-            dense = np.zeros_like(law[b])
-            for (slot, y), p in brute.items():
-                dense[slot, y] = p
-            np.testing.assert_allclose(law[b], dense, atol=1e-12)
+        _assert_brute(law, parents, ids, draft, target, rule)
 
 
 def test_duplicate_siblings_are_merged_in_the_emitted_law():
@@ -208,9 +213,4 @@ def test_a_child_the_draft_row_gives_probability_zero_is_accepted_exactly_when_t
     law = exact.tree_step_law(parents, ids, draft, target, rule=rule)
     accepted_first = law[:, [1, 3]].sum(axis=(1, 2))  # the walk stops at node 0 or at its child, node 2
     np.testing.assert_allclose(accepted_first, np.arange(8) % 2, atol=1e-12)  # r = p at the first child
-    for b in range(ids.shape[0]):
-        brute = brute_step_law(parents, ids[b].tolist(), draft[b].tolist(), target[b].tolist(), rule)
-        dense = np.zeros_like(law[b])
-        for (slot, y), p in brute.items():
-            dense[slot, y] = p
-        np.testing.assert_allclose(law[b], dense, atol=1e-12)
+    _assert_brute(law, parents, ids, draft, target, rule)

@@ -35,6 +35,8 @@ __all__ = [
 MAX_BINS = 60
 #: Longest name drawn in a figure (titles, legends, tick labels); the tables keep the whole name.
 LABEL_LIMIT = 48
+#: Colours of a passed and a rejected test in the evidence figure.
+_PASSED, _REJECTED = "#2e7d32", "#c0392b"
 #: At most this many scenarios per efficiency or speedup figure (one legend entry each).
 MAX_SCENARIO_CURVES = 24
 #: At most this many Equation 1 curves (distinct γ) in the efficiency figure.
@@ -320,7 +322,7 @@ def pvalue_png(results: list, alpha_per_check) -> bytes | None:
         k = offsets.get(check, 0)
         offsets[check] = k + 1
         yi = ypos[check] + ((k % 5) - 2) * 0.08  # a little jitter between scenarios
-        color = "#2e7d32" if r.get("passed", True) else "#c0392b"
+        color = _PASSED if r.get("passed", True) else _REJECTED
         if _finite(r.get("pvalue")):
             xs, ys = points.setdefault(("o", color), ([], []))
             xs.append(-math.log10(max(r["pvalue"], 1e-300)))
@@ -329,12 +331,15 @@ def pvalue_png(results: list, alpha_per_check) -> bytes | None:
             xs, ys = points.setdefault(("s", color), ([], []))
             xs.append(math.log10(max(r["evalue"], 1e-300)))
             ys.append(yi)
-    for (marker, color), (xs, ys) in points.items():
-        ax.plot(xs, ys, marker, color=color, ms=4, alpha=0.8, **({"mfc": "none"} if marker == "s" else {}))
+    for (marker, color), (xs, ys) in points.items():  # every colour and marker drawn has its legend entry
+        label = (f"{'rejected (a finding, or a warning in a passed report)' if color == _REJECTED else 'passed'}, "
+                 f"{'p-value' if marker == 'o' else 'e-value'}")
+        ax.plot(xs, ys, marker, color=color, ms=4, alpha=0.8, label=label,
+                **({"mfc": "none"} if marker == "s" else {}))
     if _finite(alpha_per_check) and 0 < alpha_per_check < 1:
-        ax.axvline(-math.log10(alpha_per_check), color="#c0392b", ls="--", lw=1,
+        ax.axvline(-math.log10(alpha_per_check), color=_REJECTED, ls="--", lw=1,
                    label=f"rejection: p < {alpha_per_check:.2g} or e > {1 / alpha_per_check:.2g}")
-        ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks([ypos[c] for c in checks])
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_ylim(-0.6, len(checks) - 0.4)

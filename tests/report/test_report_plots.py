@@ -71,3 +71,24 @@ def test_names_that_look_like_mathtext_or_are_huge_still_draw(failed_report, rec
     assert len(figures) == 5, [t for t, _, _ in figures]
     assert not [w for w in recwarn if "left out" in str(w.message)]
     assert _plots._label("a$b" + "y" * 100) == "a\\$b" + "y" * 44 + "…"
+
+
+def test_every_colour_of_the_evidence_figure_has_a_legend_entry(monkeypatch):
+    """A rejected test in a passed report (a warning's) is drawn red: the legend says what red is."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.axes
+
+    from specdec_check.report._plots import pvalue_png
+
+    seen = []
+    original = matplotlib.axes.Axes.legend
+
+    def legend(self, *args, **kwargs):
+        seen.extend(self.get_legend_handles_labels()[1])
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "legend", legend)
+    results = [{"check": "first_token", "pvalue": 0.4, "passed": True},
+               {"check": "zero_coins", "pvalue": 1e-9, "passed": False}]
+    assert pvalue_png(results, 1e-7)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "passed, p-value" in seen and any(s.startswith("rejected") and s.endswith("p-value") for s in seen), seen

@@ -22,7 +22,7 @@ __all__ = ["KEY_ORDER", "assemble_report", "crash_finding", "interrupt_finding",
 #: Key order of ``CheckReport.to_dict()`` (kept so that partial and complete reports read alike).
 KEY_ORDER = ("report_version", "kind", "sampler", "passed", "verdict", "mode", "backend", "device", "dtype",
              "tolerance", "seed", "alpha", "alpha_per_check", "design_tv", "achieved_tv", "inconclusive", "strict",
-             "screen", "rule", "samples_used", "elapsed_s", "checks", "findings", "scenarios", "results")
+             "screen", "rule", "drafting", "samples_used", "elapsed_s", "checks", "findings", "scenarios", "results")
 
 
 def verdict_of(findings) -> tuple[str, bool]:

@@ -35,7 +35,9 @@ def render_text(data: dict) -> str:
     lines = [
         f"specdec-check {_name(data.get('kind', ''))}: {_name(data.get('sampler', ''))}",
         f"mode={_name(data.get('mode'))}, backend={_name(data.get('backend'))}{device}, dtype={_name(data.get('dtype'))}, "
-        f"seed={_name(data.get('seed'))}, alpha={fmt_num(data.get('alpha'))}; {fmt_count(data.get('samples_used'))} "
+        f"seed={_name(data.get('seed'))}"
+        + (f", drafting={_name(data['drafting'])}" if data.get("drafting") else "")
+        + f", alpha={fmt_num(data.get('alpha'))}; {fmt_count(data.get('samples_used'))} "
         f"samples in {fmt_num(data.get('elapsed_s'))} s",
         headline(data),
         "",

@@ -290,3 +290,17 @@ def test_the_tree_layout_edges_are_contract_violations(row, message):
     problem, parsed = check_tree_output(np.array([row]), parents, drafts, 6)
     assert parsed is None and message in problem[0], problem
     assert check_tree_output(np.array([[5, -1, -1]]), parents, drafts, 6)[0] is None  # V - 1 is in range
+
+
+def test_the_report_says_which_drafting_scheme_the_tree_verifier_was_checked_under():
+    """A tree run assumed top-k silently when no scheme was given; the header and report.json say it now."""
+    from specdec_check.report import render_text
+
+    report = _run(samplers.numpy_verify_tree_topk)
+    data = report.to_dict()
+    assert data["drafting"] == "topk" and "drafting=topk" in report.summary() and "drafting=topk" in render_text(data)
+    from specdec_check import check_verifier
+    from specdec_check.scenarios import VerifierScreen
+
+    chain = check_verifier(samplers.numpy_verify, scenarios=[VerifierScreen.default()], seed=0).to_dict()
+    assert "drafting" not in chain

@@ -120,6 +120,8 @@ class CheckReport:
     screen: str = "not a verifier check"
     #: What a verifier was judged against: "standard" (Leviathan et al.'s rule) or "any" lossless rule.
     rule: str = "standard"
+    #: The drafting scheme a tree verifier was checked under (None for the other kinds).
+    drafting: str | None = None
 
     @property
     def failures(self) -> tuple:
@@ -167,6 +169,7 @@ class CheckReport:
             "strict": self.strict,
             "screen": self.screen,
             "rule": self.rule,
+            **({"drafting": self.drafting} if self.drafting is not None else {}),
             "samples_used": self.samples_used,
             "elapsed_s": self.elapsed_s,
             "checks": list(self.checks),
@@ -187,7 +190,8 @@ class CheckReport:
             f"verdict: {self.verdict.upper()}  (mode={self.mode}, backend={self.backend}"
             + (f", device={one_line(self.device)}" if self.device else "")
             + f", dtype={self.dtype}, seed={self.seed}" + (", strict" if self.strict else "")
-            + (f", rule={self.rule}" if self.rule != "standard" else "") + ")",
+            + (f", rule={self.rule}" if self.rule != "standard" else "")
+            + (f", drafting={self.drafting}" if self.drafting is not None else "") + ")",
             f"false-alarm budget: {self.alpha:g} for the whole run ({self.alpha_per_check:.3g} per check); "
             f"design TV {self.design_tv:g}; {self.samples_used:,} samples in {self.elapsed_s:.1f} s",
         ]

@@ -142,6 +142,8 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
                   tolerance=float(backend.tolerance), seed=options.seed, alpha=options.alpha,
                   alpha_per_check=ledger.per_check, design_tv=options.mode.design_tv, checks=tuple(options.checks),
                   strict=options.strict, screen=screen, rule=options.rule)
+    if getattr(kind, "drafting", None) is not None:  # a tree kind: the scheme its verifier is checked under
+        header["drafting"] = kind.drafting
     if monitor is not None:
         monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     started = time.perf_counter()

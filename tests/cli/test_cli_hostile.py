@@ -297,7 +297,7 @@ def test_on_a_terminal_the_bar_names_the_call_in_progress_and_no_heartbeat_lines
 
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))  # a real terminal's size
-    proc = subprocess.Popen(_cmd("verify", "specdec_hostile_samplers:slow_once", *SMALL[:-1], "--no-report", "-q"),
+    proc = subprocess.Popen(_cmd("verify", "specdec_hostile_samplers:slow_once", *SMALL[:-1], "--no-report"),
                             cwd=tmp_path, env=_env(HOSTILE_SLEEP_S="2.5", SPECDEC_CHECK_HEARTBEAT_S="0.3"),
                             stdin=follower, stdout=follower, stderr=follower)
     os.close(follower)

@@ -219,6 +219,16 @@ def pytest_runtest_call(item):
         state.current = item.nodeid
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed property of the suite (``PropertyFailure``) is reported by its message alone: the findings in
+    the CLI's words, the example and one repro line, one screen of text with no traceback of the suite's code."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.excinfo is not None and call.excinfo.typename == "PropertyFailure":
+        report.longrepr = str(call.excinfo.value)
+
+
 def pytest_sessionfinish(session):
     state = session.config.stash.get(_STATE_KEY, None)
     if state is not None and state.ledger_started and hasattr(session.config, "workerinput"):

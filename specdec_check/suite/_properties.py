@@ -31,6 +31,7 @@ __all__ = [
     "Check",
     "GeneratorCase",
     "Property",
+    "PropertyFailure",
     "generator_cases",
     "seeds",
     "suite_params",
@@ -79,13 +80,33 @@ def _options_src(options: dict, *, kind: str = "verifier") -> str:
                    if not (k == "backend" and v == "numpy") and not (k == "strict" and v is False))
 
 
-def _fail(title: str, evidence: dict, repro: str, report=None):
+#: Characters of one evidence value in a property's failure message (a whole output array of a large
+#: example would fill the screen; the repro line recomputes it in full).
+EVIDENCE_CHARS = 300
+
+
+class PropertyFailure(AssertionError):
+    """A property of the suite does not hold: the message is the whole story (the findings in the words the
+    CLI prints, the example's evidence, one repro line), and :meth:`compact` adds the example Hypothesis
+    shrank to, so that one failure is one screen of text (the plugin prints it without a traceback)."""
+
+    def compact(self) -> "PropertyFailure":
+        """A copy whose message ends with Hypothesis' falsifying example (its other notes, such as the lines
+        only failing examples ran, say nothing about the sampler)."""
+        notes = [note for note in getattr(self, "__notes__", ()) if note.startswith("Falsifying example")]
+        return PropertyFailure("\n".join([str(self), *notes]))
+
+
+def _fail(title: str, evidence: dict, repro: str, findings=()):
+    """Raise the property's ``AssertionError``: the title, the checker's findings in the words the CLI prints
+    (:meth:`~specdec_check.checker.core.report.Finding.line`), the example's evidence, one repro line."""
+    from specdec_check._escape import clip
+
     lines = [title]
-    lines += [f"  {k}: {v}" for k, v in evidence.items()]
-    if report is not None:
-        lines.append(report.summary())
+    lines += [f"  {f.line()}" for f in findings]
+    lines += [f"  {k}: {clip(str(v), EVIDENCE_CHARS)}" for k, v in evidence.items()]
     lines.append(f"repro: {repro}")
-    raise AssertionError("\n".join(lines))
+    raise PropertyFailure("\n".join(lines))
 
 
 def _backend(options: dict):
@@ -150,9 +171,7 @@ def _check_verifier(verify, inputs: VerifierInputs, check: str, *, seed: int, al
             f"alpha={alpha!r}{_options_src(options)}).summary())"
         )
         evidence = {"inputs": repr(inputs), "seed": seed, "alpha": f"{alpha:.3g}"}
-        for f in bad:
-            evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
-        _fail(f"{_name(verify)} fails the {check!r} property", evidence, repro, report)
+        _fail(f"{_name(verify)} fails the {check!r} property", evidence, repro, bad)
 
 
 # --------------------------------------------------------------------------- verifier properties
@@ -165,60 +184,67 @@ def _statistical(check: str, fail_on=("failure",)):
     return run
 
 
-def verifier_contract(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
-    """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched.
-
-    Judged by the checker's own contract oracle (:mod:`specdec_check.checker.chain.contract`), at the
-    backend's per-dtype tolerance: the same rules and the same tolerance as ``check_verifier``.
-    """
+def _contract_problem(out, mutated, inputs: VerifierInputs, options: dict):
+    """``(message, evidence)`` of the first contract violation or event of probability zero in one call's
+    output, in the words of the checker's own oracle (:mod:`specdec_check.checker.chain.contract`, at the
+    backend's per-dtype tolerance: what ``check_verifier`` and the CLI say); None when there is none."""
     from specdec_check.checker.chain.contract import check_output, dropped_final, impossible_events
 
-    out, mutated = _call_verifier(verify, inputs, seed, options)
-    repro = _structural_repro(verify, inputs, seed, options)
-    ev = {"inputs": repr(inputs), "seed": seed, "output": out.tolist()}
     if mutated:
-        _fail(f"the verifier modified its input(s) {mutated} in place", ev, repro)
+        return f"the verifier modified its input(s) {mutated} in place", {}
+    # an event's message names its row, position, token and probabilities; its evidence adds the tolerance
     problem, step = check_output(out, inputs.draft_token_ids, inputs.vocab_size)
     if problem is not None:
-        _fail(problem[0], {**ev, **problem[1]}, repro)
+        return problem
     backend = _backend(options)
     events = [dropped_final(step, inputs.draft_token_ids, out)] + impossible_events(
         step, inputs.draft_token_ids, backend.law_rows(inputs.draft_probs), backend.law_rows(inputs.target_probs),
         tolerance=backend.tolerance)
     for event in events:
         if event is not None:
-            _fail(event[0], {**ev, **event[1], "tolerance": backend.tolerance}, repro)
+            return event[0], {"tolerance": backend.tolerance} if backend.tolerance else {}
+    return None
+
+
+def verifier_contract(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
+    """Output contract: int [B, gamma+1]; accepted drafts, then one possible token, then -1; inputs untouched.
+
+    Judged by the checker's own contract oracle (:mod:`specdec_check.checker.chain.contract`), at the
+    backend's per-dtype tolerance: the same rules and the same tolerance as ``check_verifier``.
+    """
+    out, mutated = _call_verifier(verify, inputs, seed, options)
+    problem = _contract_problem(out, mutated, inputs, options)
+    if problem is not None:
+        _fail(problem[0], {"inputs": repr(inputs), "seed": seed, "output": out.tolist(), **problem[1]},
+              _structural_repro(verify, inputs, seed, options))
+
+
+def _structural(verify, inputs: VerifierInputs, seed: int, options: dict, holds, title: str) -> None:
+    """One call on ``inputs``: a contract violation or event of probability zero fails in the checker's words
+    (:func:`_contract_problem`), then ``holds(out)`` must be true, else ``title`` fails."""
+    out, mutated = _call_verifier(verify, inputs, seed, options)
+    problem = _contract_problem(out, mutated, inputs, options)
+    if problem is None and holds(out):
+        return
+    message, evidence = problem if problem is not None else (title, {})
+    _fail(message, {"inputs": repr(inputs), "seed": seed, "drafts": inputs.draft_token_ids.tolist(),
+                    "output": out.tolist(), **evidence}, _structural_repro(verify, inputs, seed, options))
 
 
 def verifier_identical_accepts_all(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
     """Target == draft: every draft is accepted and the bonus token has positive target probability."""
-    out, _ = _call_verifier(verify, inputs, seed, options)
     gamma = inputs.gamma
-    ok = out.shape == (inputs.rows, gamma + 1) and np.array_equal(out[:, :gamma], inputs.draft_token_ids)
-    if ok:
-        bonus = out[:, gamma]
-        ok = bool(((bonus >= 0) & (bonus < inputs.vocab_size)).all()) and bool(
-            (inputs.target_probs[np.arange(inputs.rows), gamma, np.clip(bonus, 0, inputs.vocab_size - 1)] > 0).all())
-    if not ok:
-        _fail("with target == draft every draft must be accepted, then a bonus token drawn from the last target row",
-              {"inputs": repr(inputs), "seed": seed, "drafts": inputs.draft_token_ids.tolist(), "output": out.tolist()},
-              _structural_repro(verify, inputs, seed, options))
+    _structural(verify, inputs, seed, options,
+                lambda out: np.array_equal(out[:, :gamma], inputs.draft_token_ids) and bool((out[:, gamma] >= 0).all()),
+                "with target == draft every draft must be accepted, then a bonus token drawn from the last target row")
 
 
 def verifier_disjoint_rejects_first(verify, *, inputs: VerifierInputs, seed: int, alpha: float,
                                     options: dict) -> None:
     """Disjoint supports: the first draft is rejected and the recovered token comes from the target's support."""
-    out, _ = _call_verifier(verify, inputs, seed, options)
-    ok = out.shape == (inputs.rows, inputs.gamma + 1) and bool((out[:, 1:] == -1).all())
-    if ok:
-        first = out[:, 0]
-        ok = bool(((first >= 0) & (first < inputs.vocab_size)).all()) and bool(
-            (inputs.target_probs[np.arange(inputs.rows), 0, np.clip(first, 0, inputs.vocab_size - 1)] > 0).all())
-    if not ok:
-        _fail("with disjoint supports the first draft (target probability 0) must be rejected and exactly one token "
-              "with positive target probability emitted",
-              {"inputs": repr(inputs), "seed": seed, "drafts": inputs.draft_token_ids.tolist(), "output": out.tolist()},
-              _structural_repro(verify, inputs, seed, options))
+    _structural(verify, inputs, seed, options, lambda out: bool((out[:, 1:] == -1).all()),
+                "with disjoint supports the first draft (target probability 0) must be rejected and exactly one "
+                "token with positive target probability emitted")
 
 
 def verifier_determinism(verify, *, inputs: VerifierInputs, seed: int, alpha: float, options: dict) -> None:
@@ -270,11 +296,16 @@ class Property:
             pytest.skip(f"{self.name!r} tests the standard rule's own law; under rule={options['rule']!r} the "
                         "'completed' property decides")
         if not isolate:
-            return _run_property(self, sampler, ledger, options)
+            try:
+                return _run_property(self, sampler, ledger, options)
+            except PropertyFailure as exc:
+                raise exc.compact() from None
         from .._isolation import IsolationError, run_isolated
 
         try:
             spent = run_isolated(_run_property, self, sampler, ledger, options)
+        except PropertyFailure as exc:  # the child's traceback says nothing the message does not
+            raise exc.compact() from None
         except IsolationError as exc:
             raise AssertionError(f"{_name(sampler)}: the {self.name!r} property did not finish: the sampler "
                                  f"{exc.how} (a sampler must return or raise an Exception, never end or kill its "
@@ -384,9 +415,7 @@ def _check_generator(generate, case: GeneratorCase, check: str, *, seed: int, al
             f"alpha={alpha!r}{_options_src(options, kind='generator')}).summary())"
         )
         evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
-        for f in bad:
-            evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
-        _fail(f"{_name(generate)} fails the {check!r} property", evidence, repro, report)
+        _fail(f"{_name(generate)} fails the {check!r} property", evidence, repro, bad)
 
 
 def _generator_statistical(check: str):
@@ -456,10 +485,8 @@ def _tree_check(check: str, statistical: bool):
         note(f"{check}: {case!r} seed={seed} alpha={alpha:.3g} verdict={report.verdict}")
         if report.failures:
             evidence = {"case": repr(case), "seed": seed, "alpha": f"{alpha:.3g}"}
-            for f in report.failures:
-                evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
             _fail(f"{_name(verify)} fails the tree {check!r} property", evidence,
-                  _tree_repro(verify, case, checks[0], seed, alpha, options), report)
+                  _tree_repro(verify, case, checks[0], seed, alpha, options), report.failures)
 
     run.__name__ = f"tree_{check}"
     return run

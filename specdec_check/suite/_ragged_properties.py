@@ -123,10 +123,8 @@ def ragged_laws(verify, *, batch: RaggedBatch, seed: int, alpha: float, options:
         body = (f"print(check_ragged_verifier(v, scenarios=[s], mode={MODE!r}, checks={checks!r}, seed={seed}, "
                 f"alpha={alpha!r}{_options_src(options, kind='ragged_verifier')}).summary())")
         evidence = {"batch": repr(batch), "seed": seed, "alpha": f"{alpha:.3g}"}
-        for f in report.failures:
-            evidence[f"{f.kind} {f.check}"] = f"{f.message} {f.evidence}"
         _fail(f"{_name(verify)} fails the ragged law property", evidence, _repro(verify, batch, seed, options, body),
-              report)
+              report.failures)
 
 
 def _batches(**kw):

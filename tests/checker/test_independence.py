@@ -119,3 +119,18 @@ def test_the_battery_calls_with_odd_batches_above_one():
     assert not report.passed and report.failures, report.summary()
     assert {f.scenario for f in report.failures} <= {s.name for s in default_verifier_battery() if s.rows_per_call % 2
                                                      and s.rows_per_call > 1}, report.summary()
+
+
+def test_a_single_row_call_names_its_impossible_event_as_the_law_loop_does():
+    # Issue 29, defect 10: the batch-invariance check's single-row calls said "support violation: sample 0 is
+    # outcome 2" where the law loop says which event of probability zero it was, with its token and position.
+    from specdec_check.scenarios import VerifierScenario
+
+    target = np.tile(np.array([[[1.0, 0.0], [0.0, 1.0]]]), (64, 1, 1))
+    draft = np.tile(np.array([[[1.0, 0.0]]]), (64, 1, 1))
+    scenario = VerifierScenario.from_rows("one-hot", target_probs=target, draft_probs=draft)
+    report = check_verifier(entry("bonus_from_wrong_row").sampler, scenarios=[scenario], mode="quick",
+                            checks=["batch_invariance"], seed=0)
+    messages = [f.message for f in report.findings if f.kind == "failure"]
+    assert messages == ["in a single-row call: 1 row(s) emitted a bonus token the target gives probability zero; "
+                        "first: row 0 (token 0 at position 1, target probability 0)"], messages

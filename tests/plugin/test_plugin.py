@@ -218,14 +218,22 @@ class TestSuite:
                                             "--specdec-verifier", "buggy:residual_from_target")
         result.assert_outcomes(failed=1, deselected=19)
         result.stdout.fnmatch_lines([
-            "*AssertionError: buggy:residual_from_target fails the 'stop_conditional' property",
+            "buggy:residual_from_target fails the 'stop_conditional' property",
+            "  [[]failure[]] suite-* / *: *",  # the finding, in the words the CLI prints
             "*inputs: VerifierInputs(B=*",
-            "*failure *",
             "*repro: python -c *check_verifier(v, scenarios=?s?, mode=?quick?, checks=??stop_conditional??, seed=*",
             # Hypothesis's header for the example changed wording across releases ("Falsifying example:",
             # "Failing test case:"): the call it prints, named after the property, is what is asserted.
             "*test_stop_conditional(*",
         ])
+        # One failure, one screen of text: no traceback of the suite's or the isolation's code, no Hypothesis
+        # explanation of the lines only failing examples ran (issue 29, defect 10: about 130 lines a failure).
+        section = result.outlines[result.outlines.index(next(line for line in result.outlines if "FAILURES" in line)):
+                                  result.outlines.index(next(line for line in result.outlines if "short test summary"
+                                                             in line))]
+        assert len(section) <= 20, "\n".join(section)
+        text = "\n".join(section)
+        assert "Traceback" not in text and "Explanation" not in text and "_properties.py" not in text, text
         # The repro line works as printed: pasted into a shell in the same folder, it fails the same way.
         line = next(line for line in result.outlines if "repro: python -c" in line)
         repro = line[line.index("python -c"):]

@@ -12,7 +12,7 @@ from ..checks.randomness import INDEPENDENCE_TESTS_PER_PAIRING, MAX_PAIRS, MIN_C
 from ..core.kind import PlannedTest
 from ..core.tally import PitTally
 from .block import VerifierBlock, pit_from_bounds
-from .contract import parse_step
+from .contract import STANDARD_ONLY_EVENTS, impossible_events, parse_step
 from .laws import PATH_LAW_MAX_VOCAB, cells_per_call
 
 __all__ = ["BatchInvariance", "Independence", "PairPits"]
@@ -136,6 +136,17 @@ class BatchInvariance(Check):
             return [PlannedTest("batch_invariance", "batch_invariance")]
         return []
 
+    def _impossible(self, one, step) -> bool:
+        """Report a single-row call's events of probability zero as the law loop words them
+        (:func:`~specdec_check.checker.chain.contract.impossible_events`); True when there were any."""
+        events = impossible_events(step, one.draft_token_ids, one.draft_probs, one.target_probs,
+                                   tolerance=self.ctx.backend.tolerance)
+        if self.ctx.options.rule == "any":
+            events = [(m, e) for m, e in events if e["event"] not in STANDARD_ONLY_EVENTS]
+        for message, evidence in events:
+            self.ctx.recorder.failure("impossible", f"in a single-row call: {message}", evidence)
+        return bool(events)
+
     def finish(self) -> None:
         ctx, caller, s = self.ctx, self.caller, self.ctx.scenario
         if ctx.stopped or "batch_invariance" not in ctx.planned:
@@ -154,12 +165,14 @@ class BatchInvariance(Check):
                 step = parse_step(out, one.draft_token_ids)
                 if step.final[0] < 0:
                     continue
+                if self._impossible(one, step):
+                    return
                 law = step_law_given_acceptance(acceptance(one.draft_token_ids, one.draft_probs, one.target_probs),
                                                 one.draft_probs, one.target_probs).reshape(1, -1)
                 try:
                     tally.add(step.accepted * s.vocab_size + step.final, law, pit_rng)
-                except ValueError as exc:
-                    ctx.recorder.failure("impossible", f"single-row call produced an impossible outcome: {exc}")
+                except ValueError as exc:  # a zero-mass outcome the tolerant events above let through
+                    ctx.recorder.failure("impossible", f"in a single-row call: {exc}")
                     return
             budget -= min(s.rows_per_call, budget)
             if budget <= 0:

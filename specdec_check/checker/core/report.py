@@ -31,6 +31,11 @@ class Finding:
     def to_dict(self) -> dict:
         return to_builtin(asdict(self))
 
+    def line(self) -> str:
+        """The finding in one line, as the summary, the CLI and the property suite print it (names and
+        messages from the user's code shown escaped)."""
+        return f"[{self.kind}] {one_line(self.scenario)} / {self.check}: {one_line(self.message)}"
+
 
 @dataclass(frozen=True)
 class TestRecord:
@@ -199,7 +204,7 @@ class CheckReport:
         lines.append(f"tests: {len(self.results)} run, {len(failed_tests)} rejected; scenarios: {len(self.scenarios)}; "
                      f"screen: {self.screen}")
         for f in self.findings:
-            lines.append(f"  [{f.kind}] {one_line(f.scenario)} / {f.check}: {one_line(f.message)}")
+            lines.append(f"  {f.line()}")
             if f.repro:
                 lines.append(f"      repro: {one_line(f.repro)}")
         if self.achieved_tv is not None:

@@ -301,3 +301,16 @@ def test_quiet_prints_the_verdict_line_only_even_with_heartbeats_due(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["specdec_check.samplers:numpy_verify: PASSED"] and proc.stderr == ""
+
+
+@pytest.mark.parametrize("flags", [("--checks", "nonsense"), ("--dtype", "float8"), ("--device", "cuda:0"),
+                                   ("--backend", "numpy", "--dtype", "float16")])
+def test_bad_options_are_usage_errors_before_any_heavy_import(flags):
+    # Issue 29, defect 9: --checks, --dtype and --device errors came after about 15 s of imports.
+    code = ("import sys\nfrom specdec_check._cli import main\n"
+            f"rc = main(['verify', *{list(flags)!r}, '--no-report'])\nassert rc == 2, rc\n"
+            "heavy = [m for m in ('torch', 'scipy', 'matplotlib', 'specdec_check.checker.chain.kind') "
+            "if m in sys.modules]\nassert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "specdec-check verify: error:" in proc.stderr

@@ -41,6 +41,9 @@ SLOW = {
     "cli/test_cli_hostile.py::test_a_hung_sampler_becomes_a_timeout_with_a_partial_report": 24,
     "cli/test_cli_hostile.py::test_a_sampler_that_ends_its_process_fails_with_a_crash_report": 43,
     "cli/test_cli_hostile.py::test_a_stray_non_daemon_thread_does_not_keep_the_cli_alive": 6,
+    # the signal matrix's other diagonal (Ctrl-C to the group and SIGTERM to the CLI stay in the fast tier)
+    "cli/test_cli_hostile.py::test_a_signal_writes_a_partial_report_marked_interrupted[SIGINT-to-cli]": 6,
+    "cli/test_cli_hostile.py::test_a_signal_writes_a_partial_report_marked_interrupted[SIGTERM-to-process-group]": 6,
     "cli/test_cli_hostile.py::test_heartbeat_lines_on_a_non_terminal_stderr": 6,
     "cli/test_cli_hostile.py::test_on_a_terminal_the_bar_names_the_call_in_progress_and_no_heartbeat_lines": 7,
     "cli/test_cli_hostile.py::test_spawned_child_gives_the_same_verdicts": 11,
@@ -87,6 +90,7 @@ SLOW = {
     "stats/test_identity.py::TestIdentityTestSize::test_poisson_mean_false_alarm_rate[probs2-1500.0]": 6,
     "stats/test_sequential.py::TestSequentialIdentityTest::test_stops_five_times_earlier_than_fixed_n": 6,
     "torch/test_torch_backend.py::test_torch_generate_passes_the_checker[float32]": 5,
+    "torch/test_torch_backend.py::test_torch_generate_passes_the_checker[float16]": 5,  # bfloat16 stays fast
     # [bfloat16] stays fast: the one low-precision run of the impossible-event tolerance (the fault check's
     # "tolerance widens the wrong way" fails it and no other fast test)
     "torch/test_torch_backend.py::test_torch_verify_passes_the_checker[float64]": 9,

@@ -57,6 +57,11 @@ def reference_default_report():
 
 
 @pytest.fixture(scope="module")
+def reference_quick_report():  # the report object's tests: a quick run has every part a default run has
+    return check_verifier(numpy_verify, mode="quick", seed=0)
+
+
+@pytest.fixture(scope="module")
 def resample_report():
     return check_verifier(entry("resample_from_target").sampler, scenarios=_battery(), mode="default", seed=0)
 
@@ -64,9 +69,9 @@ def resample_report():
 # ------------------------------------------------------------------------------------------------
 # 1. The reference samplers pass
 # ------------------------------------------------------------------------------------------------
-def test_reference_verifier_passes_quick():
+def test_reference_verifier_passes_quick(reference_quick_report):
     # False alarm <= alpha = 1e-6 (checker's budget for the whole call); deterministic for seed 0.
-    report = check_verifier(numpy_verify, mode="quick", seed=0)
+    report = reference_quick_report
     assert report.passed, _describe(report)
     assert report.findings == ()
     assert report.verdict == "passed"
@@ -310,13 +315,13 @@ def test_check_name_lists_are_exposed():
 # ------------------------------------------------------------------------------------------------
 # 6. The report object
 # ------------------------------------------------------------------------------------------------
-def test_report_json_round_trip(reference_default_report):
-    report = reference_default_report
+def test_report_json_round_trip(reference_quick_report):
+    report = reference_quick_report
     assert isinstance(report, CheckReport)
     data = json.loads(report.to_json())
     assert data == json.loads(json.dumps(report.to_dict()))
     assert data["verdict"] == "passed" and data["passed"] is True
-    assert data["kind"] == "verifier" and data["mode"] == "default" and data["seed"] == 0
+    assert data["kind"] == "verifier" and data["mode"] == "quick" and data["seed"] == 0
     assert data["alpha"] == ALPHA
     assert len(data["scenarios"]) == len(report.scenarios)
     assert len(data["results"]) == len(report.results)
@@ -331,8 +336,8 @@ def test_report_json_round_trip_with_findings(resample_report):
         assert set(f) >= {"kind", "check", "scenario", "message", "evidence", "repro"}
 
 
-def test_summary_of_a_pass(reference_default_report):
-    text = reference_default_report.summary()
+def test_summary_of_a_pass(reference_quick_report):
+    text = reference_quick_report.summary()
     assert "PASSED" in text
     assert "repro:" not in text
     assert "no findings" in text

@@ -296,8 +296,13 @@ def test_quiet_prints_the_verdict_line_only_even_with_heartbeats_due(tmp_path):
     import subprocess
     import sys
 
-    env = dict(os.environ, SPECDEC_CHECK_HEARTBEAT_S="0.2")  # a heartbeat every 0.2 s, were it not quiet
-    proc = subprocess.run([sys.executable, "-m", "specdec_check", "verify", "--mode", "quick", "--no-report", "-q"],
+    from pathlib import Path
+
+    here = str(Path(__file__).parent)  # specdec_small_battery: two small scenarios, a run of a few seconds
+    env = dict(os.environ, SPECDEC_CHECK_HEARTBEAT_S="0.2",  # a heartbeat every 0.2 s, were it not quiet
+               PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run([sys.executable, "-m", "specdec_check", "verify", "--mode", "quick", "--scenarios",
+                           "specdec_small_battery:verifier", "--no-report", "-q"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["specdec_check.samplers:numpy_verify: PASSED"] and proc.stderr == ""

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ._settings import (BACKENDS, DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_RULE, DEFAULT_SEED,
-                        DEFAULT_TIMEOUT_S, DRAFTING_SCHEMES, KINDS, MODES, RULES, get_mode, open_unit)
+                        DEFAULT_TIMEOUT_S, DRAFTING_SCHEMES, KINDS, MODES, RULES, TIE_RULES, TOKEN_INPUTS, TOKEN_STEPS,
+                        get_mode, open_unit)
 
 __all__ = ["CHECK_KINDS", "OPTIONS", "REPORT_FORMATS", "Option", "api_options", "cli_options", "plugin_options",
            "positive_int", "probability", "seconds", "seed_value"]
@@ -76,6 +77,16 @@ def check_names(text):
     names = tuple(c.strip() for c in text.split(",") if c.strip())
     if not names:
         raise argparse.ArgumentTypeError("expected a comma-separated list of check names")
+    return names
+
+
+def step_names(text):
+    """``"temperature,top_k"`` -> ``("temperature", "top_k")``: a token sampler's processing order."""
+    names = tuple(c.strip() for c in text.split(",") if c.strip())
+    bad = [n for n in names if n not in TOKEN_STEPS]
+    if bad or len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"expected distinct steps among {','.join(TOKEN_STEPS)} in the sampler's "
+                                         f"order (comma-separated); got {text!r}")
     return names
 
 
@@ -188,7 +199,7 @@ class Option:
 
 
 _CHECKER = "specdec_check.checker.core.options"
-_TREE, _RAGGED = ("tree_verifier",), ("ragged_verifier",)
+_TREE, _RAGGED, _TOKEN = ("tree_verifier",), ("ragged_verifier",), ("token_sampler",)
 _RULED = ("verifier", "tree_verifier", "ragged_verifier")
 
 OPTIONS = (
@@ -198,7 +209,19 @@ OPTIONS = (
            "deterministic top-k (default: the callable's .drafting attribute; the command line says which it used)",
            kinds=_TREE, validate=_drafting, flag="--drafting", cli={"choices": DRAFTING_SCHEMES}),
     Option("processing", None, "the declared order of temperature, top-k, top-p and min-p (a SamplingProcessing; "
-           "default: vLLM v1's, or the scenarios')", kinds=_RAGGED),
+           "default: vLLM v1's, or the scenarios'; for a token sampler a TokenProcessing, default: the callable's "
+           ".processing attribute)", kinds=_RAGGED + _TOKEN),
+    Option("inputs", None, "what the token sampler takes: logits (temperature applies) or probs (default: the "
+           "callable's .processing, else logits)", kinds=_TOKEN, api=False, flag="--inputs",
+           cli={"choices": TOKEN_INPUTS}),
+    Option("order", None, "the steps the token sampler takes and applies, in its order (default: the callable's "
+           ".processing, else temperature,top_k,top_p)", kinds=_TOKEN, api=False, flag="--order",
+           cli={"type": step_names, "metavar": "STEP[,STEP...]"}),
+    Option("ties", None, "how a tie at the top-k or top-p boundary is decided: keep every tied token, the lowest or "
+           "highest index first, or any (the kernel's sort decides: such rows are judged on their support only)",
+           kinds=_TOKEN, api=False, flag="--ties", cli={"choices": TIE_RULES}),
+    Option("indices", False, "the token sampler takes indices [B] (output i drawn from row indices[i], FlashInfer's "
+           "convention)", kinds=_TOKEN, api=False, flag="--indices", cli={"action": "store_true"}),
     Option("mode", DEFAULT_MODE, "how hard to look (default: %(default)s)", validate=_mode, flag="--mode",
            cli={"choices": tuple(MODES)}),
     Option("tv", None, "target resolution: size the law tests to detect this total-variation distance (e.g. --mode "

@@ -22,6 +22,10 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "DRAFTING_SCHEMES",
     "KINDS",
+    "TIE_RULES",
+    "TOKEN_INPUTS",
+    "TOKEN_MODES",
+    "TOKEN_STEPS",
     "MODES",
     "RULES",
     "CallableNotFound",
@@ -93,6 +97,20 @@ MODES = {
 }
 DEFAULT_MODE = "default"
 
+#: The same modes for a token sampler (temperature / top-k / top-p / min-p kernels): one output is a sample,
+#: and a kernel draws millions a second, so its law is held to a far smaller TV: 1e-2 (quick), 1e-3 (default:
+#: ~5e7 outputs for 100 cells, ~1.2e8 for 1,000; samples_for at alpha 1e-8), 3e-4 (thorough). The law loop may
+#: hand over 2e10 probability cells in default mode (a kernel without ``indices`` gets a row per output: V = 500
+#: at 4,096 outputs a call is 2e6 cells a call, 1e4 calls); randomness checks spend at most max_calls calls.
+TOKEN_MODES = {
+    "quick": Mode("quick", design_tv=1e-2, max_samples=3_000_000, max_calls=40, pit_bins=32, max_cells=1e9,
+                  max_law_calls=2_000, max_law_cells=2e9),
+    "default": Mode("default", design_tv=1e-3, max_samples=300_000_000, max_calls=40, pit_bins=64, max_cells=1e10,
+                    max_law_calls=20_000, max_law_cells=2e10),
+    "thorough": Mode("thorough", design_tv=3e-4, max_samples=3_000_000_000, max_calls=40, pit_bins=128,
+                     max_cells=1e11, max_law_calls=200_000, max_law_cells=2e11),
+}
+
 #: Array backends: numpy (float64 on the CPU) and torch (any device and dtype).
 BACKENDS = ("numpy", "torch")
 DEFAULT_BACKEND = "numpy"
@@ -114,6 +132,12 @@ DEFAULT_RULE = RULES[0]
 #: (EAGLE-2/3, SGLang). Each scheme's reference rule carries the scheme's name
 #: (:data:`specdec_check.exact.RULES`); the last is the default of the command line.
 DRAFTING_SCHEMES = ("iid", "without_replacement", "topk")
+
+#: A token sampler's processing steps (each at most once, in its declared order), what it is handed, and how a
+#: tie at a boundary is decided (:class:`specdec_check.exact.TokenProcessing`).
+TOKEN_STEPS = ("temperature", "top_k", "top_p", "min_p")
+TOKEN_INPUTS = ("logits", "probs")
+TIE_RULES = ("keep", "low_index", "high_index", "any")
 
 
 @dataclass(frozen=True)
@@ -149,6 +173,11 @@ KINDS = {
                                "specdec_tree_verifier",
                                (("numpy", "specdec_check.samplers:numpy_verify_tree_topk"),
                                 ("torch", "specdec_check.samplers:torch_verify_tree_topk")), RULES, "tree verifier"),
+    # Token samplers (temperature / top-k / top-p / min-p kernels), the draft's own sampler among them.
+    "token_sampler": KindNames("token_sampler", "sample", "--specdec-token-sampler", "SPECDEC_TOKEN_SAMPLER",
+                               "specdec_token_sampler",
+                               (("numpy", "specdec_check.samplers:numpy_sample"),
+                                ("torch", "specdec_check.samplers:torch_sample")), RULES[:1], "token sampler"),
 }
 
 #: Default limit on one sampler call on the command line, in seconds: far above any sane verifier step or
@@ -187,11 +216,12 @@ def mode_for_tv(design_tv: float, base="thorough") -> Mode:
 def target_tv(mode: Mode) -> float | None:
     """The ``--tv`` a mode was built with (:func:`mode_for_tv`), or None for a named mode as it is.
     ``ValueError`` for a mode built otherwise (its own caps or shards): no command line replays it."""
-    named = MODES.get(mode.name)
-    if named is not None and mode == named:
-        return None
-    if named is not None and mode == mode_for_tv(mode.design_tv, named):
-        return float(mode.design_tv)
+    for table in (MODES, TOKEN_MODES):  # a token sampler's modes are the named modes of its kind
+        named = table.get(mode.name)
+        if named is not None and mode == named:
+            return None
+        if named is not None and mode == mode_for_tv(mode.design_tv, named):
+            return float(mode.design_tv)
     raise ValueError(f"{mode!r} is neither a named mode nor mode_for_tv(tv, name): no --mode/--tv replays it.")
 
 

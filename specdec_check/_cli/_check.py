@@ -99,7 +99,27 @@ def _tree_drafting(drafting, sampler=None) -> str:
     return drafting or getattr(sampler, "drafting", None) or DRAFTING_SCHEMES[-1]
 
 
-def _scenarios(path, names, command, args_drafting=None):
+def _token_processing(args, sampler):
+    """The sample command's declared processing: the callable's ``.processing`` (else the defaults), with
+    ``--inputs``, ``--order``, ``--ties`` and ``--indices`` replacing what they name; a bad combination is a
+    usage error naming it."""
+    from ..exact import TokenProcessing
+
+    base = getattr(sampler, "processing", None)
+    base = base if isinstance(base, TokenProcessing) else TokenProcessing()
+    ties = dict(base.ties)
+    if args.ties is not None:
+        ties.update(top_k=args.ties, top_p=args.ties)
+        if args.ties != "keep":
+            ties["greedy"] = args.ties
+    try:
+        return TokenProcessing(inputs=args.inputs or base.inputs, order=args.order or base.order, ties=ties,
+                               indices=bool(args.indices or base.indices))
+    except ValueError as exc:
+        raise UsageError(f"the declared processing: {exc}") from None
+
+
+def _scenarios(path, names, command, args_drafting=None, processing=None):
     """The scenarios to run: from ``--scenarios`` (or the default battery), filtered by ``--scenario``."""
     if path is None and not names:
         return None
@@ -110,6 +130,8 @@ def _scenarios(path, names, command, args_drafting=None):
             found = tuple(bundled.default_tree_battery(_tree_drafting(args_drafting)))
         elif command == "ragged":
             found = tuple(bundled.default_ragged_battery())
+        elif command == "sample":
+            found = tuple(bundled.default_token_battery(processing))
         else:
             found = tuple(bundled.default_verifier_battery() if command == "verify"
                           else bundled.default_generator_battery())
@@ -188,7 +210,8 @@ def _check_in_child(args, path, channel, output_path=None):
     try:
         sampler = _resolve_sampler(path, kind)
         drafting = _tree_drafting(args.drafting, sampler) if args.command == "tree" else None
-        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting)
+        processing = _token_processing(args, sampler) if args.command == "sample" else None
+        scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting, processing)
     except UsageError as exc:
         return ("usage", str(exc))
     monitor = ChannelMonitor(channel)
@@ -197,13 +220,13 @@ def _check_in_child(args, path, channel, output_path=None):
     except UsageError as exc:
         return ("usage", str(exc))
     try:
-        return _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, executor)
+        return _checked_in_child(args, path, kind, sampler, scenarios, (drafting, processing), monitor, executor)
     finally:
         if client is not None:
             client.close()
 
 
-def _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, executor):
+def _checked_in_child(args, path, kind, sampler, scenarios, declared, monitor, executor):
     """The check itself, in the child, on ``executor`` (None: in the child's own process)."""
     from .._isolation import describe_exception
     from .._options import api_options
@@ -213,7 +236,8 @@ def _checked_in_child(args, path, kind, sampler, scenarios, drafting, monitor, e
     from ..checker.core.executors import ShardsLost
 
     try:
-        sampler_kind = kind_for(kind, drafting=drafting)
+        drafting, processing = declared
+        sampler_kind = kind_for(kind, drafting=drafting, processing=processing)
         values = {o.name: getattr(args, o.name) for o in api_options(kind) if o.name in FIELDS and hasattr(args, o.name)}
         values.update(mode=_mode(args), progress=monitor.progress, name=path, monitor=monitor, executor=executor)
         options = check_options(sampler_kind, scenarios_source=args.scenarios, **values)

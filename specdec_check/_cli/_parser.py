@@ -33,6 +33,9 @@ CHECK_COMMANDS = (
     ("ragged", "check a production verifier (logits in, ragged requests with their own sampling parameters)",
      "Check a verifier in the production calling convention (vLLM v1 RejectionSampler style: ragged requests, "
      "logits, temperature, top-k, top-p, greedy rows); print a verdict table and write the report."),
+    ("sample", "check a token sampler (temperature / top-k / top-p / min-p kernel)",
+     "Check that a token sampler draws exactly from its processed law (ties and boundaries included) at TV 1e-3 in "
+     "default mode; print a verdict table and write the report."),
 )
 
 

@@ -24,6 +24,8 @@ from ._rules import *  # noqa: F403
 from . import _ragged
 from ._ragged import *  # noqa: F403  (the ragged catalogue: bugs of the production calling convention)
 from ._score import MutationRow, MutationScore, format_mutation_table, mutation_score, score_entries
+from . import _token_samplers
+from ._token_samplers import *  # noqa: F403  (the token-sampler catalogue)
 from ._tree_verifiers import *  # noqa: F403
 from ._trees import (TREE_BUGS, TREE_CONTROLS, TreeCatalogueEntry, control_sglang_fixed, one_hot_rule_on_iid_drafts,
                      sglang_target_only, tree_sglang_threshold_acc, tree_sglang_threshold_single, tree_catalogue,
@@ -55,4 +57,4 @@ __all__ = [
     "tree_entry_tv",
     "tree_mutation_score",
 ] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _tree_verifiers.__all__ + _verifiers.__all__
-           + _ragged.__all__)
+           + _ragged.__all__ + _token_samplers.__all__)

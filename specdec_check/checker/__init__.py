@@ -7,7 +7,8 @@ options, verdicts, reports); ``checks/`` the checks every verifier kind shares (
 collisions, the rule-agnostic completed law); ``backends/`` where the sampler runs (numpy, torch);
 one folder per sampler kind: ``chain/`` (the chain verifier), ``tree/`` (tree verifiers), ``ragged/``
 (the production logits-in verifier), ``generator/`` (decode loops), each with its ``kind``,
-``caller``, ``block``, ``contract`` and ``laws``.
+``caller``, ``block``, ``contract`` and ``laws``; ``token/`` (token samplers: temperature, top-k, top-p,
+min-p kernels, and the draft's own sampler against the q it returns).
 """
 
 from .._settings import MODES, Mode, mode_for_tv
@@ -16,6 +17,8 @@ from .core.report import REPORT_VERSION, CheckReport, Finding, ScenarioSummary, 
 from .generator.kind import GENERATOR_CHECKS, check_generator
 from .ragged.conventions import ConventionReport, probe_sampling_conventions
 from .ragged.kind import RAGGED_CHECKS, check_ragged_verifier
+from .token.draft import check_draft_consistency
+from .token.kind import TOKEN_CHECKS, check_token_sampler
 from .tree.kind import TREE_CHECKS, check_tree_verifier
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "MODES",
     "RAGGED_CHECKS",
     "REPORT_VERSION",
+    "TOKEN_CHECKS",
     "TREE_CHECKS",
     "VERIFIER_CHECKS",
     "CheckReport",
@@ -31,8 +35,10 @@ __all__ = [
     "Mode",
     "ScenarioSummary",
     "TestRecord",
+    "check_draft_consistency",
     "check_generator",
     "check_ragged_verifier",
+    "check_token_sampler",
     "check_tree_verifier",
     "check_verifier",
     "mode_for_tv",

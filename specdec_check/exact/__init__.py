@@ -34,6 +34,7 @@ from ._sampling_params import (
     process_logits,
     processed_target_probs,
 )
+from ._token_law import BOUNDARY_TOLERANCE, TokenLaws, TokenProcessing, token_laws
 from ._speed import exact_tokens_per_step, expected_target_calls, expected_speedup, expected_tokens_per_step, improves_walltime
 from ._tree import (
     DRAFTING_SCHEMES,
@@ -54,7 +55,11 @@ from ._tree import (
 )
 
 __all__ = [
+    "BOUNDARY_TOLERANCE",
     "BlockWeights",
+    "TokenLaws",
+    "TokenProcessing",
+    "token_laws",
     "DRAFTING_SCHEMES",
     "RULES",
     "ThresholdRule",

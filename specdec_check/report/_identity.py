@@ -17,7 +17,7 @@ from pathlib import Path
 __all__ = ["RunIdentity", "default_report_dir"]
 
 #: ``verify`` and ``generate`` check these kinds of sampler.
-KIND_OF_COMMAND = {"verify": "verifier", "generate": "generator", "ragged": "ragged_verifier"}
+KIND_OF_COMMAND = {"verify": "verifier", "generate": "generator", "ragged": "ragged_verifier", "sample": "token_sampler"}
 
 #: Longest readable part of a default folder name; longer names are cut and keep a hash.
 _NAME_LIMIT = 96

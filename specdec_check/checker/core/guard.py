@@ -64,12 +64,13 @@ class Guard:
 
     # -- the call ------------------------------------------------------------------------------------
     def call(self, kwargs: dict, seed, *, parse, check: str = "contract", draw=None, check_after: bool = True,
-             parse_on_device=None):
+             parse_on_device=None, raw_output: bool = False):
         """``sampler(**kwargs, generator=...)`` guarded: ``(out, parsed)``, or ``(None, None)`` after a finding
         that stops the scenario. ``seed`` is an int (a fresh generator of the backend) or a generator;
         ``parse(out) -> (problem, parsed)`` the kind's contract on the host output (``problem`` None or
         ``(message, evidence)``); ``parse_on_device(out) -> parsed | None`` where the kind parses on a device;
-        ``draw`` the object the inputs are views or copies of (their fingerprints are computed once per draw)."""
+        ``draw`` the object the inputs are views or copies of (their fingerprints are computed once per draw);
+        ``raw_output``: ``parse`` gets the output as returned (a tuple of arrays: it copies and moves them itself)."""
         ctx, backend = self.ctx, self.backend
         watch = ctx.selected("contract")
         before = self._fingerprints(draw, kwargs) if watch else None
@@ -85,6 +86,12 @@ class Guard:
             if changed:
                 self._modified(changed)
                 return None, None
+        if raw_output:
+            problem, parsed = parse(out)
+            if problem is not None:
+                self.problem("contract", problem[0], problem[1])
+                return None, None
+            return out, parsed
         try:
             out = backend.copy(out)  # a static output buffer would otherwise change under the kept outputs
         except Exception:  # noqa: BLE001 - not an array at all: to_host below names the problem

@@ -58,6 +58,18 @@ class Kind:
     splittable: bool = False
     #: What the report's ``screen`` field says for this kind when it has no screen.
     no_screen: str = "not a verifier check"
+    #: Whether a subcommand runs this kind (its repro lines are then command lines; else the Python call).
+    has_command: bool = True
+
+    @property
+    def option_kind(self) -> str:
+        """The :data:`~specdec_check._settings.KINDS` entry whose options this kind takes (its own name)."""
+        return self.name
+
+    @property
+    def api_function(self) -> str:
+        """The ``check_*`` function that runs this kind (repro lines in Python)."""
+        return f"check_{self.name}"
 
     # -- naming --------------------------------------------------------------------------------------
     @property
@@ -85,6 +97,11 @@ class Kind:
     def default_checks(self, rule: str = RULES[0]) -> tuple:
         """The checks a run selects when ``checks=`` is not given."""
         return tuple(self.rule_checks[rule]) if self.rule_checks else tuple(self.checks)
+
+    def scaled_mode(self, mode):
+        """The :class:`~specdec_check._settings.Mode` this kind runs under for a named mode (or a ``--tv`` one):
+        the same, but for kinds whose samplers are cheap enough to be held to far smaller TVs (token samplers)."""
+        return mode
 
     def validate(self, options) -> None:
         """Raise ``ValueError`` for validated options this kind cannot run under (a backend it has no path for)."""

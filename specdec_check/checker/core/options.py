@@ -63,7 +63,7 @@ def check_options(kind, *, scenarios_source=None, **given) -> CheckOptions:
     kind of object) naming the option, the value given and what is allowed. ``checks`` must be among the kind's
     checks under the rule (default: the rule's default checks); a ``device`` with ``{worker}`` in it is a template
     (validated with worker 0)."""
-    table = {o.name: o for o in api_options(kind.name) if o.name in FIELDS}
+    table = {o.name: o for o in api_options(kind.option_kind) if o.name in FIELDS}
     unknown = sorted(set(given) - set(table))
     if unknown:
         raise TypeError(f"unknown option(s) {unknown} for the {kind.name.replace('_', ' ')} kind; it takes "
@@ -73,9 +73,9 @@ def check_options(kind, *, scenarios_source=None, **given) -> CheckOptions:
     for name, option in table.items():
         validate = option.validator()
         if validate is not None:
-            values[name] = validate(values[name], kind=kind.name, values=values)
+            values[name] = validate(values[name], kind=kind.option_kind, values=values)
     values["checks"] = _checks(kind, values["checks"], values["rule"])
-    return CheckOptions(mode=values["mode"], backend=values["backend"], seed=values["seed"], alpha=values["alpha"],
+    return CheckOptions(mode=kind.scaled_mode(values["mode"]), backend=values["backend"], seed=values["seed"], alpha=values["alpha"],
                         checks=values["checks"], progress=values["progress"], strict=values["strict"],
                         sampler_name=values["name"], scenarios_source=scenarios_source, monitor=values["monitor"],
                         rule=values["rule"], executor=values["executor"],

@@ -8,7 +8,8 @@ __all__ = ["kind_for"]
 def kind_for(name: str, *, drafting: str | None = None, processing=None):
     """The :class:`~specdec_check.checker.core.kind.Kind` named ``name`` (a key of
     :data:`specdec_check._settings.KINDS`): the tree kind for ``drafting`` (default: the last scheme, top-k), the
-    ragged kind for ``processing`` (default: vLLM v1's)."""
+    ragged kind for ``processing`` (default: vLLM v1's), the token-sampler kind for a TokenProcessing (default:
+    its defaults)."""
     if name == "verifier":
         from ..chain.kind import VERIFIER
 
@@ -25,5 +26,9 @@ def kind_for(name: str, *, drafting: str | None = None, processing=None):
         from ..ragged.kind import ragged_kind
 
         return ragged_kind() if processing is None else ragged_kind(processing)
+    if name == "token_sampler":
+        from ..token.kind import token_kind
+
+        return token_kind(processing)
     raise ValueError(f"unknown sampler kind {name!r}; choose one of verifier, generator, tree_verifier, "
-                     "ragged_verifier.")
+                     "ragged_verifier, token_sampler.")

@@ -23,7 +23,7 @@ def repro_command(kind, options, scenario: str) -> str:
     except ValueError:  # a Mode built by hand: only the Python call carries it
         tv, expressible = None, False
     partial = tuple(options.checks) != tuple(kind.default_checks(options.rule))
-    if options.sampler_name is not None and options.scenarios_source is not False and expressible:
+    if kind.has_command and options.sampler_name is not None and options.scenarios_source is not False and expressible:
         return command_line(kind.command, options.sampler_name, mode=options.mode.name, tv=tv, seed=options.seed,
                             scenarios=options.scenarios_source or None, scenario=scenario, alpha=options.alpha,
                             checks=options.checks if partial else None, strict=options.strict, rule=options.rule,
@@ -44,4 +44,4 @@ def repro_command(kind, options, scenario: str) -> str:
         arguments.append(f"rule={options.rule!r}")
     if backend.name != "numpy":
         arguments.append(f"backend={backend.name!r}, device={backend.device!r}, dtype={backend.dtype!r}")
-    return f"check_{kind.name}({sampler}, {', '.join(arguments)})"
+    return f"{kind.api_function}({sampler}, {', '.join(arguments)})"

@@ -1,0 +1,1 @@
+"""The token-sampler kind: temperature / top-k / top-p / min-p kernels against their exact processed laws."""

@@ -29,7 +29,7 @@ from ._progress import TqdmProgress, make_progress
 __all__ = ["TqdmProgress", "UsageError", "build_parser", "default_report_dir", "main", "make_progress",
            "resolve_callable"]
 
-_COMMANDS = {"verify": run_check, "generate": run_check, "tree": run_check, "ragged": run_check,
+_COMMANDS = {"verify": run_check, "generate": run_check, "tree": run_check, "ragged": run_check, "sample": run_check,
              "mutants": run_mutants, "demo": run_demo, "report": run_report}
 
 

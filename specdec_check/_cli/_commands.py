@@ -11,10 +11,15 @@ __all__ = ["run_demo", "run_mutants", "run_report"]
 
 
 def run_mutants(args) -> int:
-    from ..bugs import format_mutation_table, mutation_score, ragged_mutation_score, tree_mutation_score
+    from ..bugs import (format_mutation_table, mutation_score, ragged_mutation_score, token_mutation_score,
+                        tree_mutation_score)
 
+    chosen = [flag for flag in ("trees", "ragged", "token_samplers") if getattr(args, flag, False)]
+    if len(chosen) > 1:
+        raise UsageError(f"choose one catalogue: {' or '.join('--' + c.replace('_', '-') for c in chosen)}")
     progress = make_progress(not args.no_progress, desc="mutants")
-    score_of = tree_mutation_score if args.trees else ragged_mutation_score if args.ragged else mutation_score
+    score_of = {"trees": tree_mutation_score, "ragged": ragged_mutation_score,
+                "token_samplers": token_mutation_score}.get(chosen[0] if chosen else None, mutation_score)
     try:
         score = score_of(args.mode, seed=args.seed, names=args.names or None, progress=progress)
     except KeyError as exc:

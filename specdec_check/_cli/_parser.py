@@ -74,6 +74,8 @@ def _add_mutants(sub) -> None:
     mutants.add_argument("--trees", action="store_true", help="run the tree catalogue (tree verifiers) instead")
     mutants.add_argument("--ragged", action="store_true",
                          help="the ragged catalogue (production calling convention) instead of the chain one")
+    mutants.add_argument("--token-samplers", action="store_true",
+                         help="the token-sampler catalogue (top-k / top-p / min-p kernels and drafters' samplers)")
 
 
 def _add_demo(sub) -> None:

@@ -56,5 +56,10 @@ __all__ = [
     "tree_entry",
     "tree_entry_tv",
     "tree_mutation_score",
+    "TOKEN_BUGS",
+    "TOKEN_CONTROLS",
+    "TokenEntry",
+    "token_catalogue",
+    "token_mutation_score",
 ] + sorted(_controls.__all__ + _decode_loops.__all__ + _rules.__all__ + _tree_verifiers.__all__ + _verifiers.__all__
            + _ragged.__all__ + _token_samplers.__all__)

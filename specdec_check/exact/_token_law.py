@@ -268,7 +268,7 @@ def _token_laws_iv(values, params, processing):
         bad = np.isnan(values) | (values == np.inf)
         if bad.any():
             r, v = (int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"logits[{r}, {v}] is {values[r, v]!r}; logits must be finite or -inf (masked).")
+            raise ValueError(f"logits[{r}, {v}] is {float(values[r, v])!r}; logits must be finite or -inf (masked).")
         if not np.isfinite(values).any(axis=1).all():
             raise ValueError(f"logits row {int(np.flatnonzero(~np.isfinite(values).any(axis=1))[0])} masks every token.")
     elif not (np.isfinite(values).all() and (values >= 0).all() and (values.sum(axis=1) > 0).all()):

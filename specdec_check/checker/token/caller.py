@@ -41,7 +41,7 @@ class RoundTo:
             return values
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(values)).to(self.backend.torch_dtype).to(torch.float64).numpy()
+        return torch.tensor(values).to(self.backend.torch_dtype).to(torch.float64).numpy()
 
 
 def token_inputs(backend, scenario, rows: np.ndarray) -> dict:
@@ -69,8 +69,8 @@ def token_inputs(backend, scenario, rows: np.ndarray) -> dict:
     dtype = backend.torch_dtype
     param = torch.float64 if dtype == torch.float64 else torch.float32
     kinds = {"top_k": torch.int64, "indices": torch.int64, processing.inputs: dtype}
-    return {name: torch.from_numpy(np.ascontiguousarray(array)).to(kinds.get(name, param)).to(backend.torch_device)
-            for name, array in arrays.items()}
+    return {name: torch.tensor(array).to(kinds.get(name, param)).to(backend.torch_device)
+            for name, array in arrays.items()}  # a copy: the scenario's table is read-only
 
 
 class TokenCaller:

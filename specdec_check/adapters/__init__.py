@@ -27,7 +27,13 @@ Other contracts:
   ``generate`` / ``speculative_decode`` as written, on :func:`gpt_fast_models`), and
   :mod:`specdec_check.adapters.hf` (``hf_models``, ``from_hf_generate``, ``hf_processed``).
 
-The peers' packages are never imported here: you pass their function in.
+Token samplers (temperature / top-k / top-p / min-p kernels), for ``check_token_sampler``:
+:func:`from_hf_logits_processors` (transformers' own processors), :func:`from_gpt_fast_sample`,
+:func:`from_vllm_topk_topp`, :func:`from_sglang_torch_sampler`, :func:`from_flashinfer_sampling`
+(:mod:`specdec_check.adapters._token`).
+
+The peers' packages are never imported here: you pass their function in (transformers' sampling path is built
+by transformers' own ``_get_logits_processor``, imported when that adapter is made).
 """
 
 from ._common import SEEDINGS, AdapterSignatureError
@@ -36,6 +42,8 @@ from ._gpt_fast import from_gpt_fast
 from ._gpt_fast_loop import from_gpt_fast_generate, gpt_fast_models
 from ._hf import from_hf_transformers
 from ._sglang import from_sglang_tree, sglang_tree_layout
+from ._token import (from_flashinfer_sampling, from_gpt_fast_sample, from_hf_logits_processors,
+                     from_sglang_torch_sampler, from_vllm_topk_topp)
 from ._vllm_v0 import from_vllm_v0
 from ._vllm_v1 import from_vllm_v1
 from ._vllm_v1_dense import from_vllm_v1_dense
@@ -44,7 +52,12 @@ __all__ = [
     "AdapterSignatureError",
     "SEEDINGS",
     "from_flashinfer",
+    "from_flashinfer_sampling",
     "from_gpt_fast",
+    "from_gpt_fast_sample",
+    "from_hf_logits_processors",
+    "from_sglang_torch_sampler",
+    "from_vllm_topk_topp",
     "from_gpt_fast_generate",
     "from_hf_transformers",
     "from_sglang_tree",

@@ -10,7 +10,9 @@ One row's law, for a declared :class:`TokenProcessing` (each step sees the law t
   ``apply_top_k_top_p``: every logit at least the k-th largest, ties kept);
 - ``top_p`` p (1.0 = off) keeps the smallest most-probable prefix whose mass reaches p, computed on the law
   the earlier steps left, renormalised: a token is kept iff the mass ranked strictly before it is below p
-  (``TopPLogitsWarper``: tokens whose ascending cumulative mass is at most 1 - p are removed);
+  (``TopPLogitsWarper``: tokens whose ascending cumulative mass is at most 1 - p are removed); a kernel may
+  instead keep a token while that mass is *at most* p (SGLang's torch sampler: the smallest prefix whose mass
+  exceeds p), which differs only when a prefix's mass is exactly p: declared by ``nucleus``;
 - ``min_p`` m (0 = off) keeps the tokens whose probability is at least m times the largest
   (``MinPLogitsWarper``; Nguyen et al. 2024, "Min-p sampling"), equality kept.
 
@@ -32,11 +34,14 @@ import numpy as np
 
 from .._settings import TIE_RULES, TOKEN_INPUTS, TOKEN_STEPS
 
-__all__ = ["BOUNDARY_TOLERANCE", "TIE_RULES", "TOKEN_INPUTS", "TOKEN_STEPS", "TokenLaws", "TokenProcessing",
+__all__ = ["BOUNDARY_TOLERANCE", "NUCLEUS_RULES", "TIE_RULES", "TOKEN_INPUTS", "TOKEN_STEPS", "TokenLaws", "TokenProcessing",
            "token_laws"]
 
 #: The boundaries a tie rule is declared for.
 TIE_STEPS = ("top_k", "top_p", "greedy")
+#: Where a nucleus stops when a prefix's mass is exactly top_p: at the prefix that *reaches* p (the mass before
+#: a kept token is below p: transformers, vLLM) or past it, at the prefix that *exceeds* p (at most p).
+NUCLEUS_RULES = ("reaches", "exceeds")
 #: A boundary decided by a margin this small (relative to the values compared), but not exactly 0, is left to
 #: the kernel: a float32 kernel's softmax and cumulative sums are within ~1e-7 relative of the float64
 #: oracle's, and 1e-6 leaves a factor of 10. An exactly 0 margin (exact binary fractions: every dtype computes
@@ -70,13 +75,15 @@ class TokenProcessing:
     :data:`TIE_RULES` for the top-k and top-p boundaries, or a mapping of ``top_k`` / ``top_p`` / ``greedy``
     to rules (default: keep ties, greedy to the lowest index); ``indices``: the sampler also takes
     ``indices`` [B], output ``i`` drawn from row ``indices[i]`` of the logits with the parameters of output
-    ``i`` (FlashInfer's convention: a row may serve several outputs).
+    ``i`` (FlashInfer's convention: a row may serve several outputs); ``nucleus``: "reaches" (default) or
+    "exceeds" (where a nucleus whose mass is exactly top_p stops; see the module docstring).
     """
 
     inputs: str = "logits"
     order: tuple = ("temperature", "top_k", "top_p")
     ties: object = "keep"
     indices: bool = False
+    nucleus: str = "reaches"
 
     def __post_init__(self):
         if self.inputs not in TOKEN_INPUTS:
@@ -90,6 +97,8 @@ class TokenProcessing:
         if self.inputs == "probs" and "temperature" in order:
             raise ValueError("a sampler of probabilities applies no temperature: drop 'temperature' from the order "
                              "(or take logits: inputs='logits').")
+        if self.nucleus not in NUCLEUS_RULES:
+            raise ValueError(f"nucleus must be one of {NUCLEUS_RULES}; got {self.nucleus!r}.")
         if not isinstance(self.indices, bool):
             raise TypeError(f"indices must be True or False; got {self.indices!r}.")
         object.__setattr__(self, "order", order)
@@ -112,7 +121,9 @@ class TokenProcessing:
         rules = ", ".join(f"{step} ties: {rule}" for step, rule in self.ties
                           if step != "greedy" or self.greedy)
         return (f"{self.inputs} -> " + " -> ".join(self.order or ("(none)",)) + " -> sample"
-                + f" ({rules}" + (", indices" if self.indices else "") + ")")
+                + f" ({rules}" + (", indices" if self.indices else "")
+                + (f", the nucleus {self.nucleus} top_p" if self.nucleus != "reaches" and "top_p" in self.order else "")
+                + ")")
 
 
 @dataclass(frozen=True)
@@ -171,7 +182,7 @@ def _top_k(z, k, rule, inclusive, notes):
     return np.where(keep, z, -np.inf)
 
 
-def _top_p(z, p, rule, inclusive, notes):
+def _top_p(z, p, rule, nucleus, inclusive, notes):
     """Keep the most probable prefix whose mass reaches ``p`` (ties at the boundary by ``rule``)."""
     if not p < 1.0:
         return z
@@ -179,7 +190,8 @@ def _top_p(z, p, rule, inclusive, notes):
     ranked = _order(probs, probs > 0, rule)
     mass = probs[ranked]
     before = np.concatenate([[0.0], np.cumsum(mass)[:-1]])  # the mass ranked strictly before each token
-    m = int(np.count_nonzero(before < p))  # ``before`` increases: the kept prefix is its first m tokens
+    # ``before`` increases: the kept prefix is its first m tokens
+    m = int(np.count_nonzero(before < p if nucleus == "reaches" else before <= p))
     keep = np.zeros(z.size, dtype=bool)
     keep[ranked[:m]] = True
     if m < ranked.size:
@@ -248,7 +260,7 @@ def _row(values, params: dict, processing: TokenProcessing):
             elif step == "top_k":
                 z = _top_k(z, int(params["top_k"]), processing.tie("top_k"), inclusive, seen)
             elif step == "top_p":
-                z = _top_p(z, float(params["top_p"]), processing.tie("top_p"), inclusive, seen)
+                z = _top_p(z, float(params["top_p"]), processing.tie("top_p"), processing.nucleus, inclusive, seen)
             else:
                 z = _min_p(z, float(params["min_p"]), inclusive, seen)
         readings.append(z)

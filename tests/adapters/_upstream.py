@@ -8,6 +8,8 @@ and each stub is listed in the loader's docstring.
 * ``SPECDEC_VLLM_SRC``: a directory holding ``vllm/model_executor/layers/rejection_sampler.py``
   (vLLM v0) and/or ``vllm/v1/sample/rejection_sampler.py`` (vLLM v1), e.g. ``unzip vllm-0.6.5-*.whl``.
 * ``SPECDEC_GPT_FAST_SRC``: a checkout of pytorch-labs/gpt-fast (``generate.py``, ``model.py``).
+* ``SPECDEC_VLLM_TOPK_TOPP``: vLLM v1's ``vllm/v1/sample/ops/topk_topp_sampler.py``.
+* ``SPECDEC_SGLANG_SAMPLER``: SGLang's ``python/sglang/srt/layers/sampler.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import sys
 import types
 from pathlib import Path
 
-__all__ = ["gpt_fast_dir", "load_gpt_fast_generate", "load_vllm_v0", "load_vllm_v1", "upstream_version", "vllm_dir"]
+__all__ = ["gpt_fast_dir", "load_gpt_fast_generate", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
+           "upstream_version", "vllm_dir", "vllm_topk_topp_sampler"]
 
 
 def vllm_dir():
@@ -164,3 +167,70 @@ def load_gpt_fast_generate(src: Path) -> types.ModuleType:
             return _load("gpt_fast_generate", src / "generate.py")
     finally:
         sys.path.remove(str(src))
+
+
+def _package(name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__path__ = []  # a bare package: its __init__ is never run
+    return module
+
+
+def load_vllm_topk_topp(path: Path) -> types.ModuleType:
+    """vLLM v1's real ``vllm/v1/sample/ops/topk_topp_sampler.py`` (``SPECDEC_VLLM_TOPK_TOPP``).
+
+    Stubbed: the ``vllm`` packages it imports are bare; ``vllm.triton_utils.HAS_TRITON`` is False (the file then
+    takes its PyTorch path, ``apply_top_k_top_p_pytorch``); ``current_platform`` is a CPU-less, CUDA-less
+    platform whose ``is_cpu()`` is False (so top-k alone goes through the sort path, as on a GPU without
+    Triton); ``init_logger`` is ``logging.getLogger``; the other imported names are placeholders the
+    native path never touches.
+    """
+    platform = types.SimpleNamespace(is_cpu=lambda: False, is_cuda=lambda: False, is_xpu=lambda: False,
+                                     is_cuda_alike=lambda: False, simple_compile_backend="eager")
+    names = {
+        "vllm": _package("vllm"), "vllm.envs": types.ModuleType("vllm.envs"),
+        "vllm._aiter_ops": types.SimpleNamespace(rocm_aiter_ops=None),
+        "vllm.config": _package("vllm.config"),
+        "vllm.config.model": types.SimpleNamespace(PROCESSED_LOGPROBS_MODES=("processed_logits",
+                                                                             "processed_logprobs"),
+                                                   LogprobsMode=str),
+        "vllm.logger": types.SimpleNamespace(init_logger=logging.getLogger),
+        "vllm.platforms": types.SimpleNamespace(CpuArchEnum=None, current_platform=platform),
+        "vllm.platforms.interface": types.SimpleNamespace(DeviceCapability=None),
+        "vllm.triton_utils": types.SimpleNamespace(HAS_TRITON=False),
+    }
+    with _modules(names):
+        return _load("vllm_topk_topp_sampler", Path(path))
+
+
+def vllm_topk_topp_sampler(module):
+    """A ``TopKTopPSampler`` of the loaded file without its ``__init__`` (which picks an accelerator path):
+    the attributes ``forward_native`` reads, as the constructor's defaults set them."""
+    import torch
+
+    sampler = module.TopKTopPSampler.__new__(module.TopKTopPSampler)
+    torch.nn.Module.__init__(sampler)
+    sampler.logprobs_mode, sampler.use_fp64_gumbel = "raw_logprobs", False
+    return sampler
+
+
+def load_sglang_sampler(path: Path) -> types.ModuleType:
+    """SGLang's real ``python/sglang/srt/layers/sampler.py`` (``SPECDEC_SGLANG_SAMPLER``).
+
+    Stubbed: ``flashinfer.sampling`` (its CUDA kernels; the torch fallback does not call them), vLLM's
+    ``CustomOp`` (a plain class), SGLang's ``global_server_args_dict`` and ``SamplingBatchInfo`` (read by the
+    CUDA path only).
+    """
+    flashinfer_sampling = types.SimpleNamespace(min_p_sampling_from_probs=None, top_k_renorm_prob=None,
+                                                top_k_top_p_sampling_from_probs=None, top_p_renorm_prob=None)
+    names = {
+        "flashinfer": _package("flashinfer"), "flashinfer.sampling": flashinfer_sampling,
+        "vllm": _package("vllm"), "vllm.model_executor": _package("vllm.model_executor"),
+        "vllm.model_executor.custom_op": types.SimpleNamespace(CustomOp=object),
+        "sglang": _package("sglang"), "sglang.srt": _package("sglang.srt"),
+        "sglang.srt.managers": _package("sglang.srt.managers"),
+        "sglang.srt.managers.schedule_batch": types.SimpleNamespace(global_server_args_dict={}),
+        "sglang.srt.sampling": _package("sglang.srt.sampling"),
+        "sglang.srt.sampling.sampling_batch_info": types.SimpleNamespace(SamplingBatchInfo=object),
+    }
+    with _modules(names):
+        return _load("sglang_sampler", Path(path))

@@ -289,6 +289,12 @@ def specdec_ragged_verifier(specdec_session):
 
 
 @pytest.fixture(scope="session")
+def specdec_token_sampler(specdec_session):
+    """The token sampler under test (temperature / top-k / top-p / min-p kernel). Override it in your conftest.py."""
+    return _sampler(specdec_session, "token_sampler")
+
+
+@pytest.fixture(scope="session")
 def specdec_tree_verifier(specdec_session):
     """The tree verifier under test (its scheme from its ``drafting`` attribute). Override in conftest.py."""
     return _sampler(specdec_session, "tree_verifier")

@@ -19,6 +19,7 @@ from ._configs import SpecConfig, spec_configs
 from ._inputs import INPUT_CASES, VerifierInputs, verifier_inputs
 from ._ragged import RaggedBatch, SampleParams, ragged_batches, sample_params
 from ._models import ModelPair, hashed_markov_models, markov_model_pairs, markov_models
+from ._tokens import token_tables
 from ._trees import TreeCase, tree_cases, trees
 from ._vectors import (
     LARGE_PAIR_CASES,
@@ -38,6 +39,7 @@ __all__ = [
     "ModelPair",
     "PAIR_CASES",
     "RaggedBatch",
+    "token_tables",
     "SampleParams",
     "SpecConfig",
     "TILE_SIZES",

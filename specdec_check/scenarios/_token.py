@@ -82,6 +82,20 @@ class TokenScenario:
         object.__setattr__(self, "params", params)
         token_laws(values, processing=self.processing, **params)  # validates the table now, not in a call
 
+    def __repr__(self) -> str:  # Hypothesis prints falsifying tables: one line, the numbers that matter
+        params = ", ".join(f"{k}={v.tolist()}" for k, v in self.params.items())
+        return f"TokenScenario({self.name!r}, values={self.values.tolist()}, {params})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(repr(self))
+
+    def source(self) -> str:
+        """Python that rebuilds this table (for repro lines): values, parameters and processing."""
+        values = self.values.tolist()
+        return (f"TokenScenario({self.name!r}, np.array({values!r}), "
+                f"{ {k: v.tolist() for k, v in self.params.items()}!r}, {self.processing!r}, "
+                f"rows_per_call={self.rows_per_call})").replace("inf", "float('inf')")
+
     @property
     def rows(self) -> int:
         return self.values.shape[0]

@@ -14,7 +14,9 @@ output contract. Of a decode loop (``test_generator_properties.py``): the joint
 law of the generated tokens and target calls per token. Of a tree verifier
 (``test_tree_verifier_properties.py``, ``--specdec-tree-verifier``, its scheme from
 ``verify_tree.drafting``, top-k by default): the tree contract, the emitted sequence's
-law and the accepted length.
+law and the accepted length. Of a token sampler (``test_token_sampler_properties.py``,
+``--specdec-token-sampler``, its processing from ``sample.processing``): the contract and support, the exact
+processed law, determinism and independence.
 
 Every example draws its inputs and the sampler's seed with Hypothesis, so a
 failure replays and shrinks; statistical examples take their alpha from the
@@ -27,6 +29,7 @@ __all__ = [
     "DEFAULT_EXAMPLE_ALPHA",
     "GENERATOR_PROPERTIES",
     "PROFILES",
+    "TOKEN_PROPERTIES",
     "TREE_VERIFIER_PROPERTIES",
     "VERIFIER_PROPERTIES",
     "Check",
@@ -49,6 +52,7 @@ _HOMES = {
     "GENERATOR_PROPERTIES": "_properties",
     "VERIFIER_PROPERTIES": "_properties",
     "TREE_VERIFIER_PROPERTIES": "_properties",
+    "TOKEN_PROPERTIES": "_token_properties",
     "Check": "_properties",
     "GeneratorCase": "_properties",
     "Property": "_properties",

@@ -27,6 +27,9 @@ COUNT_CELLS = 1 << 16
 #: 1.14x what a uniform law does (samples_for(probs=...) on min-p-boundary, 9 cells; it costs seconds per law
 #: to compute, the uniform plan is memoised), and a plan that falls short leaves the scenario inconclusive.
 PLAN_MARGIN = 1.25
+#: Outputs per unit of the design TV a support-only scenario draws: ln(1e8), so a token outside the support
+#: that the kernel emits with probability at least the design TV is seen with probability 1 - 1e-8.
+SUPPORT_SIGHTINGS = 18.42
 
 
 class TokenStep:
@@ -72,6 +75,7 @@ class TokenLawCheck(Check):
     def __init__(self, ctx, caller, counts):
         super().__init__(ctx, caller, counts)
         self.tally = None
+        self.outputs = 0  # outputs whose support was checked
 
     def start(self) -> None:
         ctx, s = self.ctx, self.ctx.scenario
@@ -79,14 +83,14 @@ class TokenLawCheck(Check):
         self.cell_of, probs = support_cells(laws)
         self.determined = ~laws.ambiguous
         self.counts.ambiguous_rows = int(laws.ambiguous.sum())
-        if "token_law" not in ctx.planned or not self.determined.any():
-            return
+        self.support = probs.size
+        if "token_law" not in ctx.planned or probs.size < 2:
+            return  # no determined row, or one outcome in all: the support check is the whole test
         alpha = ctx.spend("token_law")
         if probs.size <= COUNT_CELLS:
             rows, tokens = np.nonzero(self.cell_of >= 0)
             self.tally = CountTally(s.name, "token_law", probs, alpha=alpha, resolution=ctx.mode.design_tv,
                                     describe=CellName(rows, tokens, s.describe_row))
-            self.support = probs.size
         else:
             self.tally = PitTally(s.name, "token_law", bins=ctx.mode.pit_bins, alpha=alpha,
                                   resolution=ctx.mode.design_tv)
@@ -98,8 +102,9 @@ class TokenLawCheck(Check):
     def calls_planned(self) -> int:
         """Calls until the law test can detect the design TV, within the mode's caps."""
         ctx, s, mode = self.ctx, self.ctx.scenario, self.ctx.mode
-        if self.tally is None:
-            return max(1, min(ctx.mode.max_law_calls, 4))  # the contract and impossible outputs only
+        if self.tally is None:  # the support is the test: see an impossible token of mass >= the design TV
+            need = SUPPORT_SIGHTINGS / mode.design_tv
+            return int(max(1, min(mode.max_law_calls, -(-int(need) // s.outputs_per_call()))))
         need = min(PLAN_MARGIN * planned_samples(mode.design_tv, int(self.support), self.tally.alpha / 2),
                    mode.max_samples)
         per_call = s.outputs_per_call()
@@ -113,6 +118,7 @@ class TokenLawCheck(Check):
         ctx, s = self.ctx, self.ctx.scenario
         rows, tokens = step.rows, step.tokens
         outside = ~self.caller.laws.support[rows, tokens]
+        self.outputs += int(rows.size)
         if outside.any():
             self._impossible(int(np.flatnonzero(outside)[0]), rows, tokens, int(outside.sum()))
             return False
@@ -143,8 +149,25 @@ class TokenLawCheck(Check):
     def rejected_early(self) -> bool:
         return self.tally is not None and self.tally.rejected_early
 
+    def _support_only(self) -> None:
+        """The record of a scenario whose law is its support: one outcome in all (exact: nothing can deviate
+        but an impossible output), or every row's law left to the kernel by the declared rules."""
+        ctx, laws = self.ctx, self.caller.laws
+        if "token_law" not in ctx.planned or ctx.stopped or not self.outputs:
+            return
+        if self.determined.any():
+            method, tv = "exact: one outcome of positive probability in all, so the support check is the law test", 0.0
+        else:
+            reasons = "; ".join(sorted({r for r in laws.reasons if r}))
+            method, tv = f"support only: every row's law is left to the kernel by the declared rules ({reasons})", None
+        from ..core.report import TestRecord
+
+        ctx.recorder.record(TestRecord(ctx.scenario.name, "token_law", method, True, 0.0, self.outputs,
+                                       min_detectable_tv=tv, details={"ambiguous_rows": self.counts.ambiguous_rows}))
+
     def finish(self) -> None:
         if self.tally is None:
+            self._support_only()
             return
         rec = self.tally.record(extra_details={"ambiguous_rows": self.counts.ambiguous_rows})
         self.ctx.recorder.record(rec)

@@ -192,31 +192,31 @@ class TestUsageErrors:
 class TestSuite:
     def test_passes_on_the_references(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK)
-        result.assert_outcomes(passed=20)  # 13 chain + 4 tree + 3 ragged properties
+        result.assert_outcomes(passed=23)  # 13 chain + 4 tree + 3 ragged + 3 token-sampler properties
         result.stdout.fnmatch_lines([
-            "specdec-check: false-alarm budget alpha=1e-06 over 65 statistical examples in 13 tests: "
-            "alpha=1.54e-08 per example*profile is 'specdec-quick', chosen by the user*",
-            "specdec-check: spent alpha 1e-06 of 1e-06 on 65 statistical examples*",
+            "specdec-check: false-alarm budget alpha=1e-06 over 75 statistical examples in 15 tests: "
+            "alpha=1.33e-08 per example*profile is 'specdec-quick', chosen by the user*",
+            "specdec-check: spent alpha 1e-06 of 1e-06 on 75 statistical examples*",
         ])
 
     def test_only_the_kinds_given_run_and_the_header_says_so(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co",
                                             "--specdec-verifier", "impls:verify_opt")
         result.stdout.fnmatch_lines(["*running the bundled properties of the kind(s) given only: verifier*",
-                                     "*8 deselected*"])  # the generator, 4 tree and 3 ragged properties
+                                     "*11 deselected*"])  # the generator, 4 tree, 3 ragged and 3 token-sampler properties
         modules = [line for line in result.outlines if "<Module" in line]
         assert modules and all("test_verifier_properties.py" in line for line in modules), modules
 
     def test_default_profile_and_budget_in_header(self, impls):
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-        result.stdout.fnmatch_lines(["*over 650 statistical examples in 13 tests*the suite profile is "
+        result.stdout.fnmatch_lines(["*over 750 statistical examples in 15 tests*the suite profile is "
                                      "specdec-default (no profile chosen)*"])
 
     def test_residual_from_target_fails_with_evidence(self, impls):
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "stop_conditional",
                                             "--specdec-verifier", "buggy:residual_from_target")
-        result.assert_outcomes(failed=1, deselected=19)
+        result.assert_outcomes(failed=1, deselected=22)
         result.stdout.fnmatch_lines([
             "buggy:residual_from_target fails the 'stop_conditional' property",
             "  [[]failure[]] suite-* / *: *",  # the finding, in the words the CLI prints
@@ -247,8 +247,8 @@ class TestSuite:
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *QUICK, "-k", "contract or first_token",
                                             "--specdec-verifier", "buggy:exits")
         assert result.ret == pytest.ExitCode.TESTS_FAILED
-        # only the kind given runs: the tree and ragged contract properties (bundled references) are deselected
-        result.assert_outcomes(failed=2, deselected=18)
+        # only the kind given runs: the tree, ragged and token contract properties (bundled references) are deselected
+        result.assert_outcomes(failed=2, deselected=21)
         result.stdout.fnmatch_lines(["*buggy:exits: the 'contract' property did not finish: the sampler exited with "
                                      "status 0*"])
 
@@ -257,7 +257,7 @@ class TestSuite:
                 "specdec_check.samplers:block_verify")
         lossless = impls.runpytest_subprocess(*args, "--specdec-rule", "any", "-rs")
         # The rule-agnostic property passes; the standard rule's per-row property is skipped, saying why.
-        lossless.assert_outcomes(passed=1, skipped=1, deselected=18)
+        lossless.assert_outcomes(passed=1, skipped=1, deselected=21)
         lossless.stdout.fnmatch_lines(["*SKIPPED*rule*any*"])
 
     def test_bonus_from_row0_fails(self, impls):
@@ -268,7 +268,7 @@ class TestSuite:
         impls.makeconftest(NO_SHRINK_CONFTEST)
         result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", *NO_SHRINK, "-k", "step_law",
                                             "--specdec-verifier", "buggy:bonus_from_row0")
-        result.assert_outcomes(failed=1, deselected=19)
+        result.assert_outcomes(failed=1, deselected=22)
         result.stdout.fnmatch_lines(["*buggy:bonus_from_row0 fails the 'step_law' property*"])
 
     def test_ci_runs_are_deterministic(self, impls, monkeypatch):
@@ -334,4 +334,4 @@ settings.register_profile("mine", max_examples=3, deadline=None)
 settings.load_profile("mine")
 ''')
     result = impls.runpytest_subprocess("--pyargs", "specdec_check.suite", "--co", "-q")
-    result.stdout.fnmatch_lines(["*over 39 statistical examples in 13 tests*profile is 'mine', chosen by the user*"])
+    result.stdout.fnmatch_lines(["*over 45 statistical examples in 15 tests*profile is 'mine', chosen by the user*"])

@@ -18,7 +18,7 @@ from ..samplers._token_numpy import NUMPY_TOKEN_PROCESSING, _distinct
 from ..scenarios._token import round_to_dtype
 from ._entry import NO_REPORT, check_expected, ok_outcomes
 
-__all__ = ["TOKEN_BUGS", "TOKEN_CONTROLS", "TokenEntry", "token_catalogue", "token_mutation_score"]
+__all__ = ["TOKEN_BUGS", "TOKEN_CONTROLS", "TokenEntry", "token_catalogue", "token_entry_tv", "token_mutation_score"]
 
 #: Declared by the FlashInfer-style kernels: a total order on (probability, token index), exactly k kept.
 INDEX_TIES = TokenProcessing(order=("temperature", "top_k", "top_p", "min_p"), ties="low_index", indices=True)
@@ -137,8 +137,31 @@ def _make(name, mutation, doc, *, sampling="inverse_cdf", processing=NUMPY_TOKEN
     sample.__module__ = __name__
     sample.__doc__ = doc
     sample.processing = processing
+    sample.mutation = mutation
     globals()[name] = sample
     return sample
+
+
+def token_entry_tv(entry, scenario) -> float | None:
+    """The exact TV between ``entry``'s output law on ``scenario`` (rows chosen uniformly) and the exact processed
+    law: the mean over rows of each row's TV, from the kernel's own law (:func:`_law`). None where the law is
+    not a function of the row alone (parameters read through indices, a shared uniform: exact marginals)."""
+    mutation = getattr(entry.sampler, "mutation", "")
+    if entry.kind != "token_sampler" or mutation == "param_from_index_row" or entry.name == "one_uniform_for_the_batch":
+        return None
+    laws = scenario.laws()
+    params = {k: scenario.params.get(k, np.full(scenario.rows, v)) for k, v in
+              (("temperature", 1.0), ("top_k", 0), ("top_p", 1.0), ("min_p", 0.0))}
+    tvs = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for r in range(scenario.rows):
+            if laws.ambiguous[r]:
+                continue
+            bug = _law(scenario.values[r], float(params["temperature"][r]), int(params["top_k"][r]),
+                       float(params["top_p"][r]), float(params["min_p"][r]), mutation)
+            bug = np.nan_to_num(bug)
+            tvs.append(0.5 * np.abs(bug - laws.law[r]).sum())
+    return float(np.mean(tvs)) if tvs else None
 
 
 # --------------------------------------------------------------------------- the draft's own sampler

@@ -90,11 +90,10 @@ def _kernel(mutation, sampling="inverse_cdf"):
         top_p, min_p = np.asarray(top_p, dtype=np.float64), np.asarray(min_p, dtype=np.float64)
         if mutation == "param_from_index_row":  # FlashInfer #5346: a row's parameters read at indices[i]
             top_k, min_p = top_k[indices % top_k.size], min_p[indices % min_p.size]
-        params = np.stack([indices, temperature, top_k.astype(np.float64), top_p, min_p], axis=1)
-        distinct, which = _distinct(params)
+        rows, params, which = _distinct(indices, [temperature, top_k.astype(np.float64), top_p, min_p])
         table = np.asarray(logits, dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):  # a bug may mask every token: its law is then NaN
-            laws = np.stack([_law(table[int(r)], t, int(k), p, m, mutation) for r, t, k, p, m in distinct])
+            laws = np.stack([_law(table[int(r)], t, int(k), p, m, mutation) for r, (t, k, p, m) in zip(rows, params)])
         return _draw(laws, which, generator, sampling)
 
     return sample

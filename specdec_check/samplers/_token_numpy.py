@@ -51,20 +51,19 @@ def processed_probs(logits, temperature, top_k, top_p, min_p) -> np.ndarray:
     return out
 
 
-def _distinct(params):
-    """``(distinct rows of params, index of each row among them)``: one pass when every output of a row index
-    has the same parameters (the common case: a sort of the few row indices), else a sort of the rows."""
-    index = params[:, 0].astype(np.int64)
-    present = np.flatnonzero(np.bincount(index))
+def _distinct(indices, columns):
+    """``(row of each distinct (row, parameters), its parameters [U, k], index of each output among them)``: one
+    pass when every output of a row has the same parameters (the common case), else a sort of the outputs."""
+    present = np.flatnonzero(np.bincount(indices))
     slot = np.zeros(present[-1] + 1, dtype=np.int64)
     slot[present] = np.arange(present.size)
-    which = slot[index]  # each output's row among the rows present, in index order
+    which = slot[indices]  # each output's row among the rows present, in index order
     first = np.zeros(present.size, dtype=np.int64)
-    first[which[::-1]] = np.arange(index.size)[::-1]  # an output of each row index
-    if np.array_equal(params, params[first][which]):
-        return params[first], which
-    distinct, which = np.unique(params, axis=0, return_inverse=True)
-    return distinct, which.reshape(-1)
+    first[which[::-1]] = np.arange(indices.size)[::-1]  # an output of each row
+    if all(np.array_equal(column, column[first][which]) for column in columns):
+        return present, np.stack([column[first] for column in columns], axis=1), which
+    distinct, which = np.unique(np.stack([indices, *columns], axis=1), axis=0, return_inverse=True)
+    return distinct[:, 0].astype(np.int64), distinct[:, 1:], which.reshape(-1)
 
 
 def numpy_sample(*, logits, temperature, top_k, top_p, min_p, indices, generator):
@@ -73,11 +72,10 @@ def numpy_sample(*, logits, temperature, top_k, top_p, min_p, indices, generator
     off). Returns int64 [B]. The laws are built once per distinct (row, parameters); the draws are one
     uniform per output, inverted through the law's cumulative sum."""
     indices = np.asarray(indices, dtype=np.int64)
-    params = np.stack([indices, np.asarray(temperature, dtype=np.float64), np.asarray(top_k, dtype=np.float64),
-                       np.asarray(top_p, dtype=np.float64), np.asarray(min_p, dtype=np.float64)], axis=1)
-    distinct, which = _distinct(params)
-    laws = processed_probs(np.asarray(logits)[distinct[:, 0].astype(np.int64)], distinct[:, 1],
-                           distinct[:, 2].astype(np.int64), distinct[:, 3], distinct[:, 4])
+    columns = [np.asarray(x, dtype=np.float64) for x in (temperature, top_k, top_p, min_p)]
+    rows, params, which = _distinct(indices, columns)
+    laws = processed_probs(np.asarray(logits)[rows], params[:, 0], params[:, 1].astype(np.int64), params[:, 2],
+                           params[:, 3])
     cdf = np.cumsum(laws, axis=1)
     cdf /= cdf[:, -1:]
     vocab = laws.shape[1]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from ._check import default_report_dir, run_check
-from ._commands import run_demo, run_mutants, run_report
+from ._commands import run_demo, run_mutants, run_record, run_replay, run_report
 from ._errors import EXIT_INTERNAL, EXIT_USAGE, PROG, ParseError, UsageError, resolve_callable
 from ._parser import build_parser
 from ._progress import TqdmProgress, make_progress
@@ -30,7 +30,8 @@ __all__ = ["TqdmProgress", "UsageError", "build_parser", "default_report_dir", "
            "resolve_callable"]
 
 _COMMANDS = {"verify": run_check, "generate": run_check, "tree": run_check, "ragged": run_check, "sample": run_check,
-             "mutants": run_mutants, "demo": run_demo, "report": run_report}
+             "mutants": run_mutants, "demo": run_demo, "report": run_report, "record": run_record,
+             "replay": run_replay}
 
 
 def main(argv=None) -> int:

@@ -15,10 +15,29 @@ from ._progress import make_progress
 from .._isolation._capture import OutputFile, redirect_output_to
 from .._options import REPORT_FORMATS
 
-__all__ = ["default_report_dir", "run_check"]
+__all__ = ["FOREIGN", "default_report_dir", "run_check"]
+
+#: Prefixes of samplers outside this process (notes/PROTOCOL.md): a program, a shared library, recorded calls.
+FOREIGN = ("exec:", "lib:", "record:", "replay:")
 
 
-def _resolve_sampler(path: str, kind: str):
+def _resolve_sampler(path: str, kind: str, processing=None):
+    """The sampler ``path`` names: a Python ``MODULE:CALLABLE``, or a sampler outside this process (``exec:COMMAND``,
+    a program speaking notes/PROTOCOL.md; ``lib:FILE:SYMBOL``, the C ABI), connected now so that a program that
+    does not start or speaks another protocol version is a usage error before anything runs."""
+    if path.startswith(FOREIGN):
+        from ..foreign import foreign_sampler
+        from ..foreign._exec import ProtocolVersionError
+
+        try:
+            sampler = foreign_sampler(path, kind, processing)
+            if hasattr(sampler, "connect"):
+                sampler.connect()
+        except (ValueError, ProtocolVersionError) as exc:
+            raise UsageError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the program broke the protocol in its handshake
+            raise UsageError(f"{path}: the handshake failed: {exc}") from None
+        return sampler
     return resolve_callable(path, what=kind, require_callable=True)
 
 
@@ -208,9 +227,12 @@ def _check_in_child(args, path, channel, output_path=None):
 
     kind = KIND_OF[args.command]
     try:
-        sampler = _resolve_sampler(path, kind)
+        foreign = path.startswith(FOREIGN)
+        processing = _token_processing(args, None) if args.command == "sample" and foreign else None
+        sampler = _resolve_sampler(path, kind, processing)
         drafting = _tree_drafting(args.drafting, sampler) if args.command == "tree" else None
-        processing = _token_processing(args, sampler) if args.command == "sample" else None
+        if args.command == "sample" and not foreign:
+            processing = _token_processing(args, sampler)
         scenarios = _scenarios(args.scenarios, args.scenario_names, args.command, drafting, processing)
     except UsageError as exc:
         return ("usage", str(exc))

@@ -7,7 +7,12 @@ import sys
 from ._errors import UsageError
 from ._progress import make_progress
 
-__all__ = ["run_demo", "run_mutants", "run_report"]
+__all__ = ["run_demo", "run_mutants", "run_record", "run_replay", "run_report"]
+
+#: The check subcommand of each recordable kind.
+_COMMAND_OF = {"verifier": "verify", "token_sampler": "sample"}
+#: The options of a recorded check that must not travel into the replay (they name the run's files or outputs).
+_LOCAL = ("--report", "--force", "--format", "--no-report", "--no-progress", "-q", "--quiet")
 
 
 def run_mutants(args) -> int:
@@ -29,6 +34,49 @@ def run_mutants(args) -> int:
             progress.close()
     print(format_mutation_table(score))
     return int(score.exit_code)
+
+
+def _check_args(options) -> list:
+    """The check options of a record command (a sampler path among them is refused: record runs the reference)."""
+    options = list(options)
+    if options and options[0] == "--":
+        options = options[1:]
+    if options and not options[0].startswith("-"):
+        raise UsageError(f"record runs the bundled reference; give only the check's options, not {options[0]!r}")
+    return options
+
+
+def run_record(args) -> int:
+    import json
+
+    from . import main
+
+    options = _check_args(args.options)
+    folder = args.out
+    if folder.exists() and any(folder.iterdir()):
+        raise UsageError(f"--out {str(folder)!r} is not empty; record into a new folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = [o for o in options if o.split("=")[0] not in _LOCAL]
+    (folder / "manifest.json").write_text(json.dumps(
+        {"protocol": 1, "kind": args.kind, "command": _COMMAND_OF[args.kind], "options": kept}, indent=2) + "\n")
+    return main([_COMMAND_OF[args.kind], f"record:{folder}", *options, "--report", str(folder / "report"),
+                 "--force"])
+
+
+def run_replay(args) -> int:
+    import json
+
+    from . import main
+
+    try:
+        manifest = json.loads((args.inputs / "manifest.json").read_text())
+        command, options = manifest["command"], list(manifest["options"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"{str(args.inputs)!r} holds no manifest.json written by specdec-check record ({exc})") from None
+    report = args.report or args.inputs / "replay-report"
+    extra = ["--report", str(report), "--force"] + (["--no-progress"] if args.no_progress else []) + (
+        ["-q"] if args.quiet else [])
+    return main([command, f"replay:{args.inputs}:{args.outputs}", *options, *extra])
 
 
 def run_demo(args) -> int:

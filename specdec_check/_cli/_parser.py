@@ -78,6 +78,37 @@ def _add_mutants(sub) -> None:
                          help="the token-sampler catalogue (top-k / top-p / min-p kernels and drafters' samplers)")
 
 
+#: The kinds record / replay can write and answer (the process protocol's, notes/PROTOCOL.md).
+RECORD_KINDS = ("verifier", "token_sampler")
+
+
+def _add_record(sub) -> None:
+    import argparse
+
+    record = sub.add_parser("record", help="write a check's planned calls to files, to run the kernel anywhere",
+                            description="Run a check with the bundled reference answering, and write every call it "
+                                        "makes (inputs as .npy, the 64-bit seed, the reference's answer) and "
+                                        "manifest.json into --out (notes/PROTOCOL.md, 'Record and replay').",
+                            epilog="Exit status: the check's (0 when the recording finished), 2 usage error.")
+    record.add_argument("--kind", choices=RECORD_KINDS, default="verifier", help="sampler kind (default: verifier)")
+    record.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write the calls into")
+    record.add_argument("options", nargs=argparse.REMAINDER, metavar="OPTION",
+                        help="the check's options (--mode, --seed, --scenarios, --checks, ...), as for verify / sample")
+
+
+def _add_replay(sub) -> None:
+    replay = sub.add_parser("replay", help="judge a kernel's outputs of recorded calls",
+                            description="Run the recorded check again, each call answered by OUTPUTS/<id>.npy: the "
+                                        "same tests, report and verdicts as a live run, the recorded budget in place of "
+                                        "sequential stopping.", epilog=CHECK_EPILOG)
+    replay.add_argument("inputs", type=Path, metavar="INPUTS", help="the folder record wrote")
+    replay.add_argument("outputs", type=Path, metavar="OUTPUTS", help="the kernel's outputs, <id>.npy per call")
+    replay.add_argument("--report", type=Path, default=None, metavar="DIR", help="report folder (default: "
+                        "INPUTS/replay-report)")
+    replay.add_argument("--no-progress", action="store_true", help="no progress bar")
+    replay.add_argument("-q", "--quiet", action="store_true", help="print only the verdict line")
+
+
 def _add_demo(sub) -> None:
     demo = sub.add_parser("demo", help="the corpus-bigram figures",
                           description="Speculative decoding on the corpus-bigram scenario: measured against exact "
@@ -116,6 +147,8 @@ def build_parser() -> Parser:
         add_check_options(sub.add_parser(command, help=help_text, description=description, epilog=CHECK_EPILOG),
                           command)
     _add_mutants(sub)
+    _add_record(sub)
+    _add_replay(sub)
     _add_demo(sub)
     _add_report(sub)
     return parser

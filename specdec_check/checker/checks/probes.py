@@ -38,6 +38,9 @@ ZERO_PREFIX_WORDS = 512
 ZERO_PREFIX_SEED = 0x2E80
 #: Draws that must all be 0 before a torch generator is trusted as all-zero (more than one MT19937 twist).
 MT_CHECK_DRAWS = 2048
+#: Why a sampler in another process or language (``exec:``, ``lib:``, replayed outputs) gets no zero-coin probe:
+#: it is handed a 64-bit seed for its own generator, whose coins the checker cannot set.
+SEEDED_ONLY = "the sampler draws from its own generator, seeded with a 64-bit seed: its coins cannot be set to 0"
 
 
 def zero_generator(backend):
@@ -134,6 +137,7 @@ class ZeroCoinProbe(Check):
             return
         generator = zero_generator(ctx.backend)
         why = (f"no all-zero generator on device {ctx.backend.device}" if generator is None
+               else SEEDED_ONLY if getattr(caller.guard.sampler, "seeded_only", False)
                else caller.zero_coin_unsupported())
         if why:
             ctx.recorder.skipped("zero_coins", why)

@@ -49,7 +49,10 @@ def _main(argv) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            if argv[:1] == ["record"]:  # its own flags, then the check's options, passed on as they are
+                args, args.options = parser.parse_known_args(argv)
+            else:
+                args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return int(exc.code or 0)
         return _COMMANDS[args.command](args)

@@ -314,7 +314,7 @@ def _publish(args, folder, identity, data, output=None):
             raise UsageError(f"cannot write the report to {escaped(message)}") from None
     _emit(data, args)
     for fmt in REPORT_FORMATS:
-        if fmt in written:
+        if fmt in written and not getattr(args, "quiet", False):  # -q: the verdict line, nothing else
             print(f"report: {written[fmt]}")
 
 

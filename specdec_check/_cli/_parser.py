@@ -83,17 +83,15 @@ RECORD_KINDS = ("verifier", "token_sampler")
 
 
 def _add_record(sub) -> None:
-    import argparse
-
     record = sub.add_parser("record", help="write a check's planned calls to files, to run the kernel anywhere",
                             description="Run a check with the bundled reference answering, and write every call it "
                                         "makes (inputs as .npy, the 64-bit seed, the reference's answer) and "
-                                        "manifest.json into --out (notes/PROTOCOL.md, 'Record and replay').",
+                                        "manifest.json into --out (notes/PROTOCOL.md, 'Record and replay'). Every "
+                                        "other option is the check's (--mode, --seed, --scenarios, --checks, ...: "
+                                        "as for verify or sample) and is passed on.",
                             epilog="Exit status: the check's (0 when the recording finished), 2 usage error.")
     record.add_argument("--kind", choices=RECORD_KINDS, default="verifier", help="sampler kind (default: verifier)")
     record.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write the calls into")
-    record.add_argument("options", nargs=argparse.REMAINDER, metavar="OPTION",
-                        help="the check's options (--mode, --seed, --scenarios, --checks, ...), as for verify / sample")
 
 
 def _add_replay(sub) -> None:

@@ -5,10 +5,10 @@ in ``notes/PROTOCOL.md``; the C signatures in ``specdec_check/include/specdec_ch
 from ._exec import ExecSampler, exec_sampler
 from ._lib import LibSampler, lib_sampler
 from ._protocol import PROTOCOL_VERSION, ProtocolError
-from ._replay import record, replay
+from ._replay import answer, record, replay
 
 __all__ = ["PROTOCOL_VERSION", "ExecSampler", "LibSampler", "ProtocolError", "exec_sampler", "lib_sampler",
-           "record", "replay", "foreign_sampler"]
+           "answer", "record", "replay", "foreign_sampler"]
 
 
 def foreign_sampler(path: str, kind: str, processing=None):

@@ -35,6 +35,8 @@ class SamplerProgramError(RuntimeError):
 class ProgramExited(RuntimeError):
     """The program exited (or closed its output) instead of answering."""
 
+    breaks_the_sampler = True  # a finding wherever it happens, a probe's call included (core.guard)
+
 
 class ProtocolVersionError(ValueError):
     """The program speaks another protocol version (a usage error: nothing was checked)."""

@@ -21,6 +21,8 @@ EXCERPT = 200
 class ProtocolError(RuntimeError):
     """The program broke the protocol; ``seen`` holds the first bytes it wrote that could not be read."""
 
+    breaks_the_sampler = True  # a finding wherever it happens, a probe's call included (core.guard)
+
     def __init__(self, message: str, seen: bytes = b""):
         excerpt = seen[:EXCERPT]
         super().__init__(f"{message}" + (f"; it wrote {excerpt!r}" + (" ..." if len(seen) > EXCERPT else "")

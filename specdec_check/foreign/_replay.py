@@ -33,6 +33,8 @@ CALLS = "calls.jsonl"
 class ReplayMismatch(RuntimeError):
     """The replayed run asked for a call that was not recorded (other options, or other inputs)."""
 
+    breaks_the_sampler = True
+
 
 def _digest(array) -> str:
     array = np.ascontiguousarray(array)

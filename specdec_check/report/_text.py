@@ -37,6 +37,7 @@ def render_text(data: dict) -> str:
         f"mode={_name(data.get('mode'))}, backend={_name(data.get('backend'))}{device}, dtype={_name(data.get('dtype'))}, "
         f"seed={_name(data.get('seed'))}"
         + (f", drafting={_name(data['drafting'])}" if data.get("drafting") else "")
+        + (f", protocol {int(data['protocol'])}" if data.get("protocol") else "")
         + f", alpha={fmt_num(data.get('alpha'))}; {fmt_count(data.get('samples_used'))} "
         f"samples in {fmt_num(data.get('elapsed_s'))} s",
         headline(data),

@@ -127,6 +127,8 @@ class Guard:
         try:
             return self.backend.to_host(self.ctx.sampler_call(self.sampler, **kwargs, generator=generator))
         except Exception as exc:  # noqa: BLE001 - the probe judges any exception
+            if getattr(exc, "breaks_the_sampler", False):  # a program that died or broke the protocol: never an
+                self._raised(exc, kwargs, seed, "contract")  # answer a probe may accept, always a finding
             return exc
 
     # -- findings ------------------------------------------------------------------------------------

@@ -127,6 +127,8 @@ class CheckReport:
     rule: str = "standard"
     #: The drafting scheme a tree verifier was checked under (None for the other kinds).
     drafting: str | None = None
+    #: The process protocol's version for a sampler outside this process (exec:, lib:, record:, replay:; None else).
+    protocol: int | None = None
 
     @property
     def failures(self) -> tuple:
@@ -175,6 +177,7 @@ class CheckReport:
             "screen": self.screen,
             "rule": self.rule,
             **({"drafting": self.drafting} if self.drafting is not None else {}),
+            **({"protocol": self.protocol} if self.protocol is not None else {}),
             "samples_used": self.samples_used,
             "elapsed_s": self.elapsed_s,
             "checks": list(self.checks),
@@ -196,7 +199,8 @@ class CheckReport:
             + (f", device={one_line(self.device)}" if self.device else "")
             + f", dtype={self.dtype}, seed={self.seed}" + (", strict" if self.strict else "")
             + (f", rule={self.rule}" if self.rule != "standard" else "")
-            + (f", drafting={self.drafting}" if self.drafting is not None else "") + ")",
+            + (f", drafting={self.drafting}" if self.drafting is not None else "")
+            + (f", protocol {self.protocol}" if self.protocol is not None else "") + ")",
             f"false-alarm budget: {self.alpha:g} for the whole run ({self.alpha_per_check:.3g} per check); "
             f"design TV {self.design_tv:g}; {self.samples_used:,} samples in {self.elapsed_s:.1f} s",
         ]

@@ -144,6 +144,10 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
                   strict=options.strict, screen=screen, rule=options.rule)
     if getattr(kind, "drafting", None) is not None:  # a tree kind: the scheme its verifier is checked under
         header["drafting"] = kind.drafting
+    if getattr(sampler, "seeded_only", False):  # outside this process: the protocol's version (notes/PROTOCOL.md)
+        from ...foreign._protocol import PROTOCOL_VERSION
+
+        header["protocol"] = PROTOCOL_VERSION
     if monitor is not None:
         monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     started = time.perf_counter()

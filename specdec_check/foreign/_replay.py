@@ -146,7 +146,9 @@ def answer(folder, outputs, sampler) -> int:
         entry = json.loads(line)
         arrays = {a["name"]: np.load(folder / a["file"], allow_pickle=False) for a in entry["arrays"]}
         try:
-            out = sampler(**arrays, generator=_Seed(int(entry["seed"])))
+            seed = int(entry["seed"])  # exec: / lib: samplers hand it on; a Python sampler gets a generator seeded with it
+            generator = _Seed(seed) if getattr(sampler, "seeded_only", False) else np.random.default_rng(seed)
+            out = sampler(**arrays, generator=generator)
         except Exception as exc:  # noqa: BLE001 - the kernel's refusal is its answer
             (outputs / f"{entry['id']}.error").write_text(f"{type(exc).__name__}: {exc}\n")
         else:

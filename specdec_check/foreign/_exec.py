@@ -87,6 +87,7 @@ class ExecSampler:
         self.__name__ = self.__qualname__ = f"exec:{command}"
         self._process, self._pid, self._calls, self.name = None, None, 0, None
         self.stderr = None
+        self.bytes_sent = 0  # over the calls, for the cost of the protocol (benchmarks/foreign_speed.py)
 
     def __getstate__(self):
         return {"command": self.command, "kind": self.kind, "processing": self.processing}
@@ -173,7 +174,7 @@ class ExecSampler:
         call = self._calls
         arrays = kind_arrays(self.kind, kwargs, self.processing)
         try:
-            write_message(self._in, "call", (call, seed_of(generator), len(arrays)), arrays)
+            self.bytes_sent += write_message(self._in, "call", (call, seed_of(generator), len(arrays)), arrays)
             version, verb, fields, out = read_message(self._out)
         except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
             self._died(exc, f"during call {call}")

@@ -55,7 +55,8 @@ def _main(argv) -> int:
                 args = parser.parse_args(argv)
         except SystemExit as exc:  # --help / --version
             return int(exc.code or 0)
-        return _COMMANDS[args.command](args)
+        status = _COMMANDS[args.command](args)
+        return _main(status) if isinstance(status, list) else status  # record / replay: a check command line
     except UsageError as exc:
         prefix = PROG if not argv or argv[0] not in _COMMANDS else f"{PROG} {argv[0]}"
         hint = f" (see '{prefix} --help')" if isinstance(exc, ParseError) else ""

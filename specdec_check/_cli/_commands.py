@@ -46,10 +46,9 @@ def _check_args(options) -> list:
     return options
 
 
-def run_record(args) -> int:
+def run_record(args) -> list:
+    """The check command line that records (the dispatcher runs it: record is a check with the reference)."""
     import json
-
-    from . import main
 
     options = _check_args(args.options)
     folder = args.out
@@ -59,14 +58,12 @@ def run_record(args) -> int:
     kept = [o for o in options if o.split("=")[0] not in _LOCAL]
     (folder / "manifest.json").write_text(json.dumps(
         {"protocol": 1, "kind": args.kind, "command": _COMMAND_OF[args.kind], "options": kept}, indent=2) + "\n")
-    return main([_COMMAND_OF[args.kind], f"record:{folder}", *options, "--report", str(folder / "report"),
-                 "--force"])
+    return [_COMMAND_OF[args.kind], f"record:{folder}", *options, "--report", str(folder / "report"), "--force"]
 
 
-def run_replay(args) -> int:
+def run_replay(args) -> list:
+    """The check command line that replays (the dispatcher runs it)."""
     import json
-
-    from . import main
 
     try:
         manifest = json.loads((args.inputs / "manifest.json").read_text())
@@ -76,7 +73,7 @@ def run_replay(args) -> int:
     report = args.report or args.inputs / "replay-report"
     extra = ["--report", str(report), "--force"] + (["--no-progress"] if args.no_progress else []) + (
         ["-q"] if args.quiet else [])
-    return main([command, f"replay:{args.inputs}:{args.outputs}", *options, *extra])
+    return [command, f"replay:{args.inputs}:{args.outputs}", *options, *extra]
 
 
 def run_demo(args) -> int:

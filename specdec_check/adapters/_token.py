@@ -67,6 +67,10 @@ def from_hf_logits_processors():
     law is ``softmax`` of the processed scores and the token ``torch.multinomial(probs, 1)`` (transformers'
     ``_sample``), drawn from the contract's generator. Temperature 0 rows are greedy: ``argmax`` of the raw
     logits (``do_sample=False``). Declared: :data:`HF_PROCESSING`.
+
+    Example::
+
+        report = check_token_sampler(from_hf_logits_processors(), backend="torch", mode="quick")
     """
     from transformers import GenerationConfig
     from transformers.generation.utils import GenerationMixin
@@ -110,7 +114,14 @@ def from_gpt_fast_sample(sample_fn):
 
     ``logits`` [B, 1, V] as gpt-fast's model returns them (it reads ``logits[:, -1]``); one call per distinct
     (temperature, top_k), top_k 0 passed as None (off); the global RNG (its ``exponential_``) forked and seeded
-    from the contract's generator. Declared: :data:`GPT_FAST_PROCESSING`."""
+    from the contract's generator. Declared: :data:`GPT_FAST_PROCESSING`.
+
+    Example::
+
+        import sys; sys.path.insert(0, "gpt-fast")
+        import generate
+        report = check_token_sampler(from_gpt_fast_sample(generate.sample), backend="torch", mode="quick")
+    """
     if not callable(sample_fn):
         raise TypeError(f"from_gpt_fast_sample needs gpt-fast's sample; got {type(sample_fn).__name__}.")
 
@@ -140,7 +151,13 @@ def from_vllm_topk_topp(sampler):
     ``forward_native(logits, generators, k, p)`` runs as written on a copy of the rows (it updates the logits in
     place); ``k`` per row with 0 (off) sent as V (vLLM's "no top-k"), ``p`` per row (1.0 off), ``generators``
     empty: the request-less path, whose exponential noise comes from the global RNG, forked and seeded from the
-    contract's generator. Declared: :data:`VLLM_TOPK_TOPP_PROCESSING`."""
+    contract's generator. Declared: :data:`VLLM_TOPK_TOPP_PROCESSING`.
+
+    Example::
+
+        from vllm.v1.sample.ops.topk_topp_sampler import TopKTopPSampler
+        report = check_token_sampler(from_vllm_topk_topp(TopKTopPSampler()), backend="torch", mode="quick")
+    """
     forward = getattr(sampler, "forward_native", None)
     if not callable(forward):
         raise TypeError("from_vllm_topk_topp needs a vLLM TopKTopPSampler (an object with forward_native).")
@@ -169,7 +186,13 @@ def from_sglang_torch_sampler(fn):
     Called by keyword with the rows' probabilities, ``top_ks`` (0 sent as V: off), ``top_ps``, ``min_ps`` (and
     ``need_min_p_sampling`` where the release takes it); its ``torch.multinomial`` draws from the global RNG,
     forked and seeded from the contract's generator; a ``(tokens, success)`` pair is read as its tokens (a row
-    it failed to sample is then a contract finding: its token is checked like any other)."""
+    it failed to sample is then a contract finding: its token is checked like any other).
+
+    Example::
+
+        from sglang.srt.layers.sampler import top_k_top_p_min_p_sampling_from_probs_torch as sample
+        report = check_token_sampler(from_sglang_torch_sampler(sample), backend="torch", mode="quick")
+    """
     import inspect
 
     params = inspect.signature(fn).parameters
@@ -196,7 +219,14 @@ FLASHINFER_PROCESSING = TokenProcessing(order=("top_k", "top_p"), ties="low_inde
 
 def from_flashinfer_sampling(fn):
     """FlashInfer's ``top_k_top_p_sampling_from_logits(logits, top_k, top_p, indices=..., generator=...)`` as a
-    token sampler with rows reused through ``indices`` (CUDA only). ``top_k`` per output (0 sent as V: off)."""
+    token sampler with rows reused through ``indices`` (CUDA only). ``top_k`` per output (0 sent as V: off).
+
+    Example::
+
+        import flashinfer
+        sample = from_flashinfer_sampling(flashinfer.sampling.top_k_top_p_sampling_from_logits)
+        report = check_token_sampler(sample, backend="torch", device="cuda", mode="quick")
+    """
 
     def sample(*, logits, top_k, top_p, indices, generator):
         vocab = logits.shape[1]

@@ -100,10 +100,17 @@ static int read_line(char *line, size_t size) {
     return 1;
 }
 
-static void *read_array(const char *want, int64_t *dims, int *ndim) {
+/* The array line of `want`: its dims in dims[0..ndim) and its element count in dims[7]; returns a buffer for its
+ * bytes, or `previous` (dims unchanged) when the line says "same": the previous call's array. */
+static void *read_array(const char *want, int64_t *dims, int *ndim, void *previous) {
     char line[4096], name[256], dtype[8];
     if (!read_line(line, sizeof line)) return NULL;
     int used = 0;
+    if (sscanf(line, "%255s %7s", name, dtype) == 2 && !strcmp(name, want) && !strcmp(dtype, "same") && previous) {
+        dims[6] = 1; /* no bytes follow for it */
+        return previous;
+    }
+    dims[6] = 0;
     if (sscanf(line, "%255s %7s %d%n", name, dtype, ndim, &used) != 3 || strcmp(name, want) != 0) return NULL;
     size_t count = 1;
     char *cursor = line + used;
@@ -133,6 +140,9 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "verifier") != 0) { printf("SDC 1 error 0 only the verifier kind\n"); fflush(stdout); return 0; }
     printf("SDC 1 hello %s\n", bug ? "c-resample-from-target" : "c-reference");
     fflush(stdout);
+    int64_t dims[3][8] = {{0}};
+    int ndim[3] = {0};
+    void *data[3] = {NULL, NULL, NULL}; /* the previous call's arrays, kept for "same" */
     while (read_line(line, sizeof line)) {
         long long id;
         unsigned long long seed;
@@ -142,16 +152,16 @@ int main(int argc, char **argv) {
             fprintf(stderr, "not a call: %s\n", line);
             return 4;
         }
-        int64_t dims[3][8];
-        int ndim[3];
         const char *names[3] = {"draft_token_ids", "draft_probs", "target_probs"};
-        void *data[3];
+        void *fresh[3];
         for (int a = 0; a < 3; a++) {
-            data[a] = read_array(names[a], dims[a], &ndim[a]);
-            if (!data[a]) { printf("SDC 1 error %lld bad array line for %s\n", id, names[a]); fflush(stdout); return 5; }
+            fresh[a] = read_array(names[a], dims[a], &ndim[a], data[a]);
+            if (!fresh[a]) { printf("SDC 1 error %lld bad array line for %s\n", id, names[a]); fflush(stdout); return 5; }
+            if (fresh[a] != data[a]) free(data[a]); /* a new array replaces the previous call's */
+            data[a] = fresh[a];
         }
         for (int a = 0; a < 3; a++)
-            if (fread(data[a], 8, (size_t)dims[a][7], stdin) != (size_t)dims[a][7]) return 6;
+            if (!dims[a][6] && fread(data[a], 8, (size_t)dims[a][7], stdin) != (size_t)dims[a][7]) return 6;
         int64_t batch = dims[0][0], gamma = dims[0][1], vocab = dims[2][2];
         int64_t *out = malloc(sizeof(int64_t) * (size_t)(batch * (gamma + 1) + 1));
         char error[512] = "";
@@ -166,7 +176,6 @@ int main(int argc, char **argv) {
         }
         fflush(stdout);
         free(out);
-        for (int a = 0; a < 3; a++) free(data[a]);
     }
     return 0;
 }

@@ -46,19 +46,25 @@ def _wire(array) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=dtype)
 
 
-def write_message(stream, verb: str, fields=(), arrays=()) -> int:
-    """Write one message: ``SDC 1 <verb> <fields...>``, then ``arrays`` (``(name, array)`` pairs); returns the
-    bytes written."""
-    arrays = [(name, _wire(a)) for name, a in arrays]
+#: An array line that says "the array of this name in the previous call, unchanged" (no bytes follow for it).
+SAME = "same"
+
+
+def write_message(stream, verb: str, fields=(), arrays=(), same=()) -> int:
+    """Write one message: ``SDC 1 <verb> <fields...>``, then ``arrays`` (``(name, array)`` pairs; those named in
+    ``same`` as ``<name> same``: the previous call's, no bytes sent); returns the bytes written."""
+    arrays = [(name, None if name in same else _wire(a)) for name, a in arrays]
     lines = [" ".join([f"{MAGIC.decode()} {PROTOCOL_VERSION} {verb}", *map(str, fields)])]
-    lines += [" ".join([name, _NAMES[a.dtype], str(a.ndim), *map(str, a.shape)]) for name, a in arrays]
+    lines += [f"{name} {SAME}" if a is None else " ".join([name, _NAMES[a.dtype], str(a.ndim), *map(str, a.shape)])
+              for name, a in arrays]
     head = ("\n".join(lines) + "\n").encode("ascii")
     stream.write(head)
     size = len(head)
     for _, a in arrays:
-        data = memoryview(a).cast("B")
-        stream.write(data)
-        size += len(data)
+        if a is not None:
+            data = memoryview(a).cast("B")
+            stream.write(data)
+            size += len(data)
     stream.flush()
     return size
 

@@ -95,16 +95,20 @@ fn verify(ids: &[i64], q: &[f64], p: &[f64], batch: usize, gamma: usize, vocab: 
     Ok(out)
 }
 
-fn read_array(input: &mut impl BufRead, want: &str) -> Result<(Vec<usize>, String), String> {
+/// The array line of `want`: its dims, or None when it says `same` (the previous call's array, no bytes follow).
+fn read_array(input: &mut impl BufRead, want: &str) -> Result<Option<Vec<usize>>, String> {
     let mut line = String::new();
     input.read_line(&mut line).map_err(|e| e.to_string())?;
     let words: Vec<&str> = line.trim_end().split(' ').collect();
+    if words.len() == 2 && words[0] == want && words[1] == "same" {
+        return Ok(None);
+    }
     if words.len() < 3 || words[0] != want {
         return Err(format!("expected the array line of {}, got {:?}", want, line));
     }
     let ndim: usize = words[2].parse().map_err(|_| "bad ndim".to_string())?;
     let dims: Vec<usize> = words[3..3 + ndim].iter().map(|w| w.parse().unwrap_or(0)).collect();
-    Ok((dims, words[1].to_string()))
+    Ok(Some(dims))
 }
 
 fn read_bytes(input: &mut impl Read, count: usize) -> Vec<u8> {
@@ -130,6 +134,9 @@ fn main() {
     }
     writeln!(output, "SDC 1 hello {}", if bug { "rust-shared-uniform" } else { "rust-reference" }).unwrap();
     output.flush().unwrap();
+    // the previous call's arrays and their dims, for the array lines that say "same"
+    let (mut ids, mut q, mut p): (Vec<i64>, Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new(), Vec::new());
+    let mut dims: Vec<Vec<usize>> = vec![Vec::new(); 3];
     loop {
         line.clear();
         if input.read_line(&mut line).unwrap_or(0) == 0 || line.trim_end() == "SDC 1 bye" {
@@ -143,10 +150,14 @@ fn main() {
         let id = words[3].to_string();
         let seed: u64 = words[4].parse().unwrap();
         let names = ["draft_token_ids", "draft_probs", "target_probs"];
-        let mut specs = Vec::new();
-        for name in names {
+        let mut fresh = [false; 3];
+        for (a, name) in names.iter().enumerate() {
             match read_array(&mut input, name) {
-                Ok(spec) => specs.push(spec),
+                Ok(Some(d)) => {
+                    dims[a] = d;
+                    fresh[a] = true;
+                }
+                Ok(None) => {}
                 Err(message) => {
                     writeln!(output, "SDC 1 error {} {}", id, message).unwrap();
                     output.flush().unwrap();
@@ -154,14 +165,20 @@ fn main() {
                 }
             }
         }
-        let count = |dims: &Vec<usize>| dims.iter().product::<usize>();
-        let ids: Vec<i64> = read_bytes(&mut input, count(&specs[0].0)).chunks(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
-        let q: Vec<f64> = read_bytes(&mut input, count(&specs[1].0)).chunks(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
-        let p: Vec<f64> = read_bytes(&mut input, count(&specs[2].0)).chunks(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
-        let (batch, gamma, vocab) = (specs[0].0[0], specs[0].0[1], specs[2].0[2]);
+        let count = |d: &Vec<usize>| d.iter().product::<usize>();
+        if fresh[0] {
+            ids = read_bytes(&mut input, count(&dims[0])).chunks(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+        }
+        if fresh[1] {
+            q = read_bytes(&mut input, count(&dims[1])).chunks(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+        }
+        if fresh[2] {
+            p = read_bytes(&mut input, count(&dims[2])).chunks(8)
+                .map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
+        }
+        let (batch, gamma, vocab) = (dims[0][0], dims[0][1], dims[2][2]);
         match verify(&ids, &q, &p, batch, gamma, vocab, seed, bug) {
             Ok(out) => {
                 writeln!(output, "SDC 1 result {} 1\noutput i64 2 {} {}", id, batch, gamma + 1).unwrap();

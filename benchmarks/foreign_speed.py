@@ -33,14 +33,29 @@ def main(argv=None) -> int:
                     "-lm"], check=True)
     runs = {}
     exec_run = exec_sampler(f"{folder / 'verify'} --serve", "verifier")
-    for label, sampler in (("numpy reference, in process", samplers.numpy_verify),
-                           ("C reference, exec: (process protocol)", exec_run),
-                           ("C reference, lib: (C ABI)", lib_sampler(f"{folder / 'libverify.so'}:specdec_verify",
-                                                                     "verifier"))):
+    contenders = [("numpy reference, in process", samplers.numpy_verify),
+                  ("C reference, exec: (process protocol)", exec_run),
+                  ("C reference, lib: (C ABI)", lib_sampler(f"{folder / 'libverify.so'}:specdec_verify", "verifier")),
+                  ("C bug (resample from target), exec:", exec_sampler(f"{folder / 'verify'} --serve --bug",
+                                                                        "verifier")),
+                  ("C bug (resample from target), lib:", lib_sampler(f"{folder / 'libverify.so'}:specdec_verify_bug",
+                                                                      "verifier"))]
+    cargo = shutil.which("cargo")
+    if cargo is not None:
+        target = folder / "rust"
+        subprocess.run([cargo, "build", "--release", "--offline", "-q", "--manifest-path",
+                        str(ROOT / "examples" / "rust" / "Cargo.toml")], check=True,
+                       env={**__import__("os").environ, "CARGO_TARGET_DIR": str(target)})
+        binary = target / "release" / "specdec-verify"
+        contenders += [("Rust reference, exec:", exec_sampler(f"{binary} --serve", "verifier")),
+                       ("Rust bug (shared uniform), exec:", exec_sampler(f"{binary} --serve --bug", "verifier"))]
+    for label, sampler in contenders:
         started = time.perf_counter()
         report = check_verifier(sampler, mode=args.mode, seed=0)
         runs[label] = (time.perf_counter() - started, report)
-    exec_run.close()
+    for _, sampler in contenders:
+        if hasattr(sampler, "close"):
+            sampler.close()
     base = runs["numpy reference, in process"][0]
     print(f"| sampler ({args.mode} mode) | verdict | samples | calls | wall s | ratio to in-process |")
     print("|---|---|---:|---:|---:|---:|")

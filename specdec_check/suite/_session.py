@@ -149,10 +149,18 @@ class SuiteSession:
         return options
 
     def sampler(self, kind: str):
-        """The selected sampler of ``kind`` ("verifier" or "generator"), imported."""
-        from .._settings import resolve_callable
+        """The selected sampler of ``kind`` ("verifier" or "generator"), imported; an ``exec:COMMAND`` or
+        ``lib:FILE:SYMBOL`` value is a sampler in another process or language (notes/PROTOCOL.md)."""
+        from .._settings import CallableNotFound, resolve_callable
 
         sel = self.selections[kind]
+        if sel.value.startswith(("exec:", "lib:")):
+            from ..foreign import foreign_sampler
+
+            try:
+                return foreign_sampler(sel.value, kind)
+            except ValueError as exc:
+                raise CallableNotFound(f"{sel.value!r} ({sel.source}): {exc}") from None
         return resolve_callable(sel.value, what=kind, source=sel.source)
 
     # -- Hypothesis settings ---------------------------------------------------------------------

@@ -128,6 +128,17 @@ def test_a_replay_of_other_options_says_so(c_build, tmp_path):
     assert proc.returncode == 1 and "the replay runs other options than the recording" in proc.stdout, proc.stdout
 
 
+@pytest.mark.slow  # 50 s: two property-suite runs
+def test_the_property_suite_runs_a_program(c_build, tmp_path):
+    # --specdec-verifier exec:...: the suite's properties, each example a call of the C program (bug: fails).
+    for bug, status in (("", 0), (" --bug", 1)):
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "specdec_check.suite",
+                               "-q", "-k", "contract or first_token or stop_conditional",
+                               f"--specdec-verifier=exec:{c_build / 'verify'} --serve{bug}"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=RUN_LIMIT_S)
+        assert proc.returncode == status, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
 # --------------------------------------------------------------------------- hostile programs
 
 #: The hostile cases of the fast tier (a usage error, a protocol error and an exit); the others are the slow tier's.

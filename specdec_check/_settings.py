@@ -97,6 +97,10 @@ MODES = {
 }
 DEFAULT_MODE = "default"
 
+#: Outputs one shard of a token scenario covers: 2^24 is 256 calls of 65,536 outputs, 3 to 8 s of the numpy
+#: reference's and the checker's work on one core (the per-shard setup, the scenario's laws, is a few per cent);
+#: default mode's ~1.5e8-output scenario runs as 9 shards, quick mode's scenarios whole.
+TOKEN_SHARD_ROWS = 1 << 24
 #: The same modes for a token sampler (temperature / top-k / top-p / min-p kernels): one output is a sample,
 #: and a kernel draws millions a second, so its law is held to a far smaller TV: 1e-2 (quick), 1e-3 (default:
 #: ~5e7 outputs for 100 cells, ~1.2e8 for 1,000; samples_for at alpha 1e-8), 3e-4 (thorough). The law loop may
@@ -104,11 +108,11 @@ DEFAULT_MODE = "default"
 #: at 4,096 outputs a call is 2e6 cells a call, 1e4 calls); randomness checks spend at most max_calls calls.
 TOKEN_MODES = {
     "quick": Mode("quick", design_tv=1e-2, max_samples=3_000_000, max_calls=40, pit_bins=32, max_cells=1e9,
-                  max_law_calls=2_000, max_law_cells=2e9),
+                  max_law_calls=2_000, max_law_cells=2e9, shard_rows=TOKEN_SHARD_ROWS),
     "default": Mode("default", design_tv=1e-3, max_samples=300_000_000, max_calls=40, pit_bins=64, max_cells=1e10,
-                    max_law_calls=20_000, max_law_cells=2e10),
+                    max_law_calls=20_000, max_law_cells=2e10, shard_rows=TOKEN_SHARD_ROWS),
     "thorough": Mode("thorough", design_tv=3e-4, max_samples=3_000_000_000, max_calls=40, pit_bins=128,
-                     max_cells=1e11, max_law_calls=200_000, max_law_cells=2e11),
+                     max_cells=1e11, max_law_calls=200_000, max_law_cells=2e11, shard_rows=TOKEN_SHARD_ROWS),
 }
 
 #: Array backends: numpy (float64 on the CPU) and torch (any device and dtype).

@@ -159,3 +159,25 @@ def test_the_sample_command_passes_the_reference_and_fails_a_bug_with_a_repro():
 def test_a_processing_the_sampler_cannot_take_is_a_usage_error():
     proc = _cli("sample", "--inputs", "probs", "--order", "temperature", "--no-report")
     assert proc.returncode == 2 and "applies no temperature" in proc.stderr, proc.stderr
+
+
+def test_a_scenario_split_in_shards_gives_the_same_report_in_one_process_and_on_two():
+    # Shards of two calls: the law loop runs as block ranges whose tallies merge in order (counts add, the
+    # e-process looks at each boundary), the same report wherever they run.
+    from specdec_check._settings import TOKEN_MODES
+    from specdec_check.checker.core.parts import shard_calls  # noqa: F401  (the split the plan makes)
+
+    mode = dataclasses.replace(TOKEN_MODES["quick"], shard_rows=2 * 65_536)
+    scenarios = _scenarios(REFERENCE, "heterogeneous-v16", "binary")
+    here = check_token_sampler(samplers.numpy_sample, scenarios=scenarios, mode=mode, seed=0)
+    spread = check_token_sampler(samplers.numpy_sample, scenarios=scenarios, mode=mode, seed=0, executor=2)
+
+    def comparable(report):
+        data = report.to_dict()
+        data.pop("elapsed_s")
+        for s in data["scenarios"]:
+            s.pop("elapsed_s")
+        return data
+
+    assert here.verdict == "passed" and comparable(here) == comparable(spread)
+    assert here.scenarios[0].calls > 2  # it was split

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, TOKEN_MODES, mode_for_tv, \
-    target_tv
+from ..._settings import DEFAULT_ALPHA, DEFAULT_BACKEND, DEFAULT_MODE, DEFAULT_SEED, MODES, TOKEN_MODES, mode_for_tv
 from ...exact._token_law import TokenProcessing
 from ...scenarios._token import TokenScenario, default_token_battery
 from ..checks.randomness import Determinism
@@ -34,18 +33,26 @@ SCENARIO_CHECKS = (TokenLawCheck, Determinism, TokenIndependence)
 
 def token_mode(mode):
     """The token-sampler mode of a named mode (:data:`~specdec_check._settings.TOKEN_MODES`), or of a ``--tv``
-    target (:func:`~specdec_check._settings.mode_for_tv` over the token mode of the same name)."""
-    if mode in TOKEN_MODES.values():
-        return mode
-    tv = target_tv(mode)
-    base = TOKEN_MODES[mode.name]
-    return base if tv is None else mode_for_tv(tv, base)
+    target (:func:`~specdec_check._settings.mode_for_tv` over the token mode of the same name); a token mode, or a
+    mode built by hand, as it is."""
+    named = MODES.get(mode.name)
+    if named is not None and mode == named:
+        return TOKEN_MODES[mode.name]
+    if named is not None and mode == mode_for_tv(mode.design_tv, named):
+        return mode_for_tv(mode.design_tv, TOKEN_MODES[mode.name])
+    return mode
 
 
 class TokenCounts:
-    """What a token run counts beside its records: rows whose law the declared rules leave undetermined."""
+    """What a token run counts beside its records: rows whose law the declared rules leave undetermined, and the
+    outputs whose support was checked (added over a split scenario's shards)."""
 
     ambiguous_rows = 0
+    outputs = 0
+
+    def merge(self, later: "TokenCounts") -> "TokenCounts":
+        self.outputs += later.outputs
+        return self
 
 
 class TokenKind(Kind):
@@ -56,6 +63,7 @@ class TokenKind(Kind):
     scenario_type = TokenScenario
     checks = TOKEN_CHECKS
     no_screen = "not a token-sampler check"
+    splittable = True
 
     def __init__(self, processing: TokenProcessing = TokenProcessing()):
         self.processing = processing
@@ -90,6 +98,17 @@ class TokenKind(Kind):
 
     def law_budget(self, ctx, checks) -> tuple:
         return checks[0].calls_planned(), 1
+
+    def law_plan(self, ctx) -> tuple:
+        """``(law outputs, shards)`` the scenario plans (from its plan alone): a long law loop runs as block ranges
+        of the mode's ``shard_rows`` outputs, side by side on an executor."""
+        from ..core.parts import shard_calls
+
+        law = TokenLawCheck(ctx, None, TokenCounts())
+        law.start(spend=False)
+        calls = law.calls_planned()  # shards count calls as the loop splits them (core.loop._split: rows_per_call)
+        return calls * ctx.scenario.outputs_per_call(), -(-calls // shard_calls(ctx.scenario.rows_per_call, 1,
+                                                                                 ctx.mode.shard_rows))
 
     def feed(self, ctx, caller, calls: int, reuse: int):
         for _ in range(calls):

@@ -66,7 +66,7 @@ class TokenLawCheck(Check):
     power = ("an identity test over the (row, token) cells of the determined rows (or their randomized PIT in "
              "the mode's bins past 65,536 cells), sized by samples_for(design TV, cells, alpha share) and capped "
              "by the mode; its record states the smallest TV it could detect with power 0.99")
-    merged = False
+    merged = True
 
     @classmethod
     def plan(cls, scenario, options) -> list:
@@ -75,18 +75,21 @@ class TokenLawCheck(Check):
     def __init__(self, ctx, caller, counts):
         super().__init__(ctx, caller, counts)
         self.tally = None
-        self.outputs = 0  # outputs whose support was checked
+        from .caller import RoundTo
 
-    def start(self) -> None:
+        self.laws = ctx.scenario.laws(RoundTo(ctx.backend))  # memoised per scenario and backend dtype
+
+    def start(self, spend: bool = True) -> None:
+        """Build the law test (``spend=False``: the plan only, as :meth:`TokenKind.law_plan` asks)."""
         ctx, s = self.ctx, self.ctx.scenario
-        laws = self.caller.laws
+        laws = self.laws
         self.cell_of, probs = support_cells(laws)
         self.determined = ~laws.ambiguous
         self.counts.ambiguous_rows = int(laws.ambiguous.sum())
         self.support = probs.size
         if "token_law" not in ctx.planned or probs.size < 2:
             return  # no determined row, or one outcome in all: the support check is the whole test
-        alpha = ctx.spend("token_law")
+        alpha = ctx.spend("token_law") if spend else ctx.ledger.per_check
         if probs.size <= COUNT_CELLS:
             rows, tokens = np.nonzero(self.cell_of >= 0)
             self.tally = CountTally(s.name, "token_law", probs, alpha=alpha, resolution=ctx.mode.design_tv,
@@ -117,8 +120,8 @@ class TokenLawCheck(Check):
     def absorb(self, step) -> bool:
         ctx, s = self.ctx, self.ctx.scenario
         rows, tokens = step.rows, step.tokens
-        outside = ~self.caller.laws.support[rows, tokens]
-        self.outputs += int(rows.size)
+        outside = ~self.laws.support[rows, tokens]
+        self.counts.outputs += int(rows.size)
         if outside.any():
             self._impossible(int(np.flatnonzero(outside)[0]), rows, tokens, int(outside.sum()))
             return False
@@ -127,7 +130,7 @@ class TokenLawCheck(Check):
         keep = self.determined[rows]
         rows, tokens = rows[keep], tokens[keep]
         if isinstance(self.tally, PitTally):
-            law = self.caller.laws.law
+            law = self.laws.law
             u = (self.below[rows, tokens] + self.pit_rng.random(rows.size) * law[rows, tokens]).clip(0.0, 1.0 - 1e-16)
             self.tally.add_uniforms(u)
         else:
@@ -135,7 +138,7 @@ class TokenLawCheck(Check):
         return True
 
     def _impossible(self, i, rows, tokens, count) -> None:
-        s, laws = self.ctx.scenario, self.caller.laws
+        s, laws = self.ctx.scenario, self.laws
         r, t = int(rows[i]), int(tokens[i])
         kept = np.flatnonzero(laws.support[r])
         shown = kept[:8].tolist() + (["..."] if kept.size > 8 else [])
@@ -149,11 +152,21 @@ class TokenLawCheck(Check):
     def rejected_early(self) -> bool:
         return self.tally is not None and self.tally.rejected_early
 
+    def evidence(self):
+        """The tally, as one shard of a split scenario hands it to the driver (:meth:`adopt` takes it back)."""
+        return self.tally
+
+    def adopt(self, evidence) -> None:
+        """Take the tally merged over the scenario's shards (then :meth:`finish` records it)."""
+        self.tally = evidence
+        self.start(spend=False)  # the tables finish reads, without a second alpha share
+        self.tally = evidence
+
     def _support_only(self) -> None:
         """The record of a scenario whose law is its support: one outcome in all (exact: nothing can deviate
         but an impossible output), or every row's law left to the kernel by the declared rules."""
-        ctx, laws = self.ctx, self.caller.laws
-        if "token_law" not in ctx.planned or ctx.stopped or not self.outputs:
+        ctx, laws = self.ctx, self.laws
+        if "token_law" not in ctx.planned or ctx.stopped or not self.counts.outputs:
             return
         if self.determined.any():
             method, tv = "exact: one outcome of positive probability in all, so the support check is the law test", 0.0
@@ -162,7 +175,7 @@ class TokenLawCheck(Check):
             method, tv = f"support only: every row's law is left to the kernel by the declared rules ({reasons})", None
         from ..core.report import TestRecord
 
-        ctx.recorder.record(TestRecord(ctx.scenario.name, "token_law", method, True, 0.0, self.outputs,
+        ctx.recorder.record(TestRecord(ctx.scenario.name, "token_law", method, True, 0.0, self.counts.outputs,
                                        min_detectable_tv=tv, details={"ambiguous_rows": self.counts.ambiguous_rows}))
 
     def finish(self) -> None:

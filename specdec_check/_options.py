@@ -199,7 +199,7 @@ class Option:
 
 
 _CHECKER = "specdec_check.checker.core.options"
-_TREE, _RAGGED, _TOKEN = ("tree_verifier",), ("ragged_verifier",), ("token_sampler",)
+_TREE, _RAGGED, _TOKEN, _GENERATOR = ("tree_verifier",), ("ragged_verifier",), ("token_sampler",), ("generator",)
 _RULED = ("verifier", "tree_verifier", "ragged_verifier")
 
 OPTIONS = (
@@ -222,6 +222,20 @@ OPTIONS = (
            kinds=_TOKEN, api=False, flag="--ties", cli={"choices": TIE_RULES}),
     Option("indices", False, "the token sampler takes indices [B] (output i drawn from row indices[i], FlashInfer's "
            "convention)", kinds=_TOKEN, api=False, flag="--indices", cli={"action": "store_true"}),
+    # -- a decode loop on your own model pair (the target is the oracle; issue 26) --------------------------
+    Option("target", None, "your target model (a transformers causal LM, or any tokens -> logits callable): the loop "
+           "is handed it, and its own uncached forward pass is the exact law (command line: MODULE:CALLABLE "
+           "building it)", kinds=_GENERATOR, flag="--target-model", cli={"metavar": "MODULE:CALLABLE"}),
+    Option("draft", None, "your draft model, handed to the loop with the target", kinds=_GENERATOR,
+           flag="--draft-model", cli={"metavar": "MODULE:CALLABLE"}),
+    Option("oracle", None, "the target's laws as the loop samples them (specdec_check.models.from_hf_model(target, "
+           "top_k=...)); default: the target's raw softmax", kinds=_GENERATOR),
+    Option("prompts", None, "prompts of the model pair's scenario (token strings); default: 8 random ones",
+           kinds=_GENERATOR),
+    Option("max_new_tokens", 8, "new tokens per row on the model pair", kinds=_GENERATOR),
+    Option("gamma", 3, "drafts per step on the model pair", kinds=_GENERATOR),
+    Option("rows_per_call", 1, "prompts per call on the model pair (1 for loops of batch size 1)", kinds=_GENERATOR),
+    Option("eos_token_id", None, "a stop token: a row ends at it, -1 after", kinds=_GENERATOR),
     Option("mode", DEFAULT_MODE, "how hard to look (default: %(default)s)", validate=_mode, flag="--mode",
            cli={"choices": tuple(MODES)}),
     Option("tv", None, "target resolution: size the law tests to detect this total-variation distance (e.g. --mode "

@@ -219,6 +219,10 @@ def from_hf_generate(**generate_kwargs):
     scenarios whose laws are :func:`hf_processed` (:func:`hf_scenarios`): ``generate`` samples
     the processed law, not the raw one.
 
+    Handed your own transformers models (``check_generator(..., target=model, draft=model)``), it runs them as
+    they are: no BOS is prepended (the prompts are real token strings), and a row ends at the target's
+    ``eos_token_id`` (-1 after it).
+
     Example::
 
         report = check_generator(from_hf_generate(), scenarios=hf_scenarios(), mode="quick")
@@ -232,8 +236,10 @@ def from_hf_generate(**generate_kwargs):
     settings.pop("do_sample", None)
 
     def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
-        hf_target, hf_draft = hf_models(target, draft)
-        bos = hf_target.config.vocab_size - 1
+        real = hasattr(target, "generate") and hasattr(target, "config")  # your own transformers models, as they are
+        hf_target, hf_draft = (target, draft) if real else hf_models(target, draft)
+        bos = [] if real else [hf_target.config.vocab_size - 1]
+        eos = hf_target.generation_config.eos_token_id if real else None
         is_torch = isinstance(prompts, torch.Tensor)
         rows = prompts.detach().cpu().numpy() if is_torch else np.asarray(prompts)
         configs = (copy.deepcopy(hf_target.generation_config), copy.deepcopy(hf_draft.generation_config))
@@ -241,12 +247,16 @@ def from_hf_generate(**generate_kwargs):
         for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
             hf_target.generation_config, hf_draft.generation_config = (copy.deepcopy(c) for c in configs)
             hf_draft.generation_config.num_assistant_tokens = int(gamma)
-            ids = torch.tensor([[bos] + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
+            ids = torch.tensor([bos + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
             with forked_global_rng(torch.device("cpu"), seed), torch.no_grad(), _quiet_transformers():
                 sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=hf_draft,
                                               do_sample=True, max_new_tokens=int(max_new_tokens), **settings)
-            new = sequence[0, ids.shape[1]:].cpu().numpy()
-            out[i, :new.shape[0]] = new[:max_new_tokens]
+            new = sequence[0, ids.shape[1]:].cpu().numpy()[:max_new_tokens]
+            if eos is not None:  # the contract: -1 after the stop token (transformers pads with pad_token_id)
+                stops = np.flatnonzero(np.isin(new, np.atleast_1d(eos)))
+                if stops.size:
+                    new = new[:stops[0] + 1]
+            out[i, :new.shape[0]] = new
         return torch.from_numpy(out).to(prompts.device) if is_torch else out
 
     generate.__name__ = generate.__qualname__ = "from_hf_generate(GenerationMixin.generate)"

@@ -5,6 +5,7 @@ from ._contexts import context_indices, last_context_indices
 from ._hashed import HashedMarkovModel
 from ._markov import ConstantModel, MarkovModel
 from ._mixture import MixtureModel, mix
+from ._oracle import ModelLaw, from_hf_model, from_torch_module
 
 __all__ = [
     "CastLawModel",
@@ -13,8 +14,11 @@ __all__ = [
     "HashedMarkovModel",
     "MarkovModel",
     "MixtureModel",
+    "ModelLaw",
     "TorchModel",
     "context_indices",
+    "from_hf_model",
+    "from_torch_module",
     "last_context_indices",
     "last_token_probs",
     "mix",

@@ -92,8 +92,9 @@ class GeneratorKind(Kind):
 GENERATOR = GeneratorKind()
 
 
-def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND, seed=DEFAULT_SEED,
-                    alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
+def check_generator(generate, *, scenarios=None, target=None, draft=None, oracle=None, prompts=None, max_new_tokens=8,
+                    gamma=3, rows_per_call=1, eos_token_id=None, mode=DEFAULT_MODE, backend=DEFAULT_BACKEND,
+                    seed=DEFAULT_SEED, alpha=DEFAULT_ALPHA, progress=None, checks=None, device=None, dtype=None,
                     strict=False, name=None, monitor=None, executor=None) -> CheckReport:
     """Check that the decode loop ``generate`` produces exactly the target's law, at a speedup.
 
@@ -106,5 +107,25 @@ def check_generator(generate, *, scenarios=None, mode=DEFAULT_MODE, backend=DEFA
     (:func:`exact.expected_target_calls`): chained speculative steps are exact (Leviathan
     et al. 2023), so a loop that calls the target once per token is exact but pointless.
     ``executor``: where the scenarios run, as for :func:`~specdec_check.checker.check_verifier`.
+
+    **On your own model pair** (``target=``, ``draft=``): the loop is handed your models (a transformers causal LM,
+    or any ``tokens -> logits`` callable) and its output is tested against the target's own uncached forward pass
+    in float64 (``oracle=``: :func:`~specdec_check.models.from_hf_model` with the processing the loop samples,
+    e.g. ``top_k``; default the raw softmax), at any vocabulary: the sequential Rosenblatt transform of every
+    emitted token given its prefix (per position, pooled, adjacent pairs), the first token's counts per prompt,
+    impossible tokens, determinism; the target's forward passes per token are reported. ``prompts`` (token
+    strings; default 8 random ones), ``max_new_tokens``, ``gamma``, ``rows_per_call`` (1 for a loop of batch size
+    1) and ``eos_token_id`` (a stop token; -1 after it) shape the scenario.
     """
+    if target is not None:
+        from ..model_loop.kind import model_loop_kind
+
+        kind = model_loop_kind(target, draft, oracle, prompts=prompts, max_new_tokens=max_new_tokens, gamma=gamma,
+                               rows_per_call=rows_per_call, eos_token_id=eos_token_id)
+        keywords = {k: v for k, v in locals().items() if k not in ("target", "draft", "oracle", "prompts",
+                                                                   "max_new_tokens", "gamma", "rows_per_call",
+                                                                   "eos_token_id", "kind")}
+        return run_check(kind, generate, keywords)
+    if draft is not None or oracle is not None or prompts is not None:
+        raise ValueError("draft=, oracle= and prompts= describe a decode loop on your own models: give target= too.")
     return run_check(GENERATOR, generate, locals())

@@ -68,7 +68,7 @@ class LoopLaws(Check):
             laws = self.oracle.position_laws([p for p in s.prompts])
             firsts = np.stack([law[-1] for law in laws])  # the law after each whole prompt
             keep = np.argsort(-firsts, axis=1, kind="stable")[:, :FIRST_TOKEN_CELLS]
-            self.first_cells = keep
+            self.first_cells = keep  # [P, k]: each prompt's most probable tokens; cell k of a prompt: the rest
             probs = np.concatenate([np.append(firsts[i, keep[i]], max(0.0, 1.0 - firsts[i, keep[i]].sum()))
                                     for i in range(len(s.prompts))]) / len(s.prompts)
             self.tallies["first_token"] = CountTally(s.name, "first_token", probs, alpha=ctx.spend("first_token"),
@@ -123,7 +123,8 @@ class LoopLaws(Check):
                 cells = self.first_cells[i] if hasattr(self, "first_cells") else None
                 if cells is not None:
                     hit = np.flatnonzero(cells == emitted[0])
-                    firsts.append(i * (FIRST_TOKEN_CELLS + 1) + (int(hit[0]) if hit.size else FIRST_TOKEN_CELLS))
+                    k = cells.size
+                    firsts.append(i * (k + 1) + (int(hit[0]) if hit.size else k))
         for t, values in enumerate(by_position):
             if values and f"position[{t}]" in self.tallies:
                 self.tallies[f"position[{t}]"].add_uniforms(np.array(values))

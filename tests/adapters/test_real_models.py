@@ -1,0 +1,110 @@
+"""Decode loops on a real model pair, the target itself the oracle (issue 26): tiny random Llama models built from a
+config (no download), heads scaled so the laws are peaked.
+
+The fast tests run hand-written loops (exact, and one with a position bug) through the oracle and the kind; the
+slow ones run transformers' own assisted generation, exact and with #47932 reintroduced."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from specdec_check import check_generator  # noqa: E402
+from specdec_check.models import from_hf_model  # noqa: E402
+
+
+def tiny_llama(seed: int, vocab: int = 32, scale: float = 30.0):
+    config = transformers.LlamaConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256)
+    torch.manual_seed(seed)
+    model = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(scale)  # random heads give near-uniform laws: peaked ones exercise acceptance
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_llama(0), tiny_llama(1)
+
+
+#: Prompts of equal length: the hand-written loops below run every row of a call in one forward pass.
+PROMPTS = [(1, 2, 3), (4, 5, 6), (7, 7, 7), (0, 9, 30)]
+
+
+def _loop(position_of):
+    """A loop sampling every token from the target at ``position_of(length)`` of the sequence so far (the last
+    position: exact, with no speculation), all rows of the call in one forward pass, no cache."""
+
+    def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
+        rows = torch.as_tensor(np.asarray(prompts))
+        torch_generator = torch.Generator().manual_seed(int(generator.integers(0, 2**62)))
+        for _ in range(max_new_tokens):
+            with torch.no_grad():
+                logits = target(input_ids=rows, use_cache=False).logits[:, position_of(rows.shape[1])].double()
+            token = torch.multinomial(torch.softmax(logits, -1), 1, generator=torch_generator)
+            rows = torch.cat([rows, token], dim=1)
+        return rows[:, -max_new_tokens:].numpy()
+
+    return generate
+
+
+sample_from_the_target = _loop(lambda length: length - 1)
+one_token_late = _loop(lambda length: length - 2)  # BUG: a position off by one
+
+
+def test_an_exact_loop_on_real_models_passes_and_its_forward_passes_are_counted(pair):
+    target, draft = pair
+    report = check_generator(sample_from_the_target, target=target, draft=draft, mode="quick", max_new_tokens=4,
+                             prompts=PROMPTS, rows_per_call=64, seed=0)
+    assert report.verdict == "passed", report.summary()
+    # one forward pass per step for the call's 64 rows, counted by a hook on the model: 1/64 per token
+    assert report.scenarios[0].target_calls_per_token == pytest.approx(1 / 64)
+    assert report.scenarios[0].vocab_size == 32
+
+
+def test_a_loop_that_reads_the_wrong_position_fails(pair):
+    target, draft = pair
+    report = check_generator(one_token_late, target=target, draft=draft, mode="quick", max_new_tokens=4,
+                             prompts=PROMPTS, rows_per_call=64, seed=0)
+    assert report.verdict == "failed", report.summary()
+    assert {f.check for f in report.findings} & {"positions", "pairs", "first_token"}
+
+
+def test_the_oracle_is_the_uncached_forward_pass_upcast_and_processed(pair):
+    target, _ = pair
+    raw = from_hf_model(target)
+    top = from_hf_model(target, top_k=3)
+    sequence = (3, 1, 4, 1, 5)
+    laws, top_laws = raw.position_laws([sequence])[0], top.position_laws([sequence])[0]
+    with torch.no_grad():
+        logits = target(input_ids=torch.tensor([sequence]), use_cache=False).logits[0].double()
+    assert np.allclose(laws, torch.softmax(logits, -1).numpy())
+    assert ((top_laws > 0).sum(axis=1) == 3).all() and np.allclose(top_laws.sum(axis=1), 1.0)
+    assert "top-k 3" in top.describe() and "uncached forward pass" in top.describe()
+
+
+@pytest.mark.slow  # transformers' assisted generation: ~70 ms a row
+def test_transformers_assisted_generation_is_exact_and_47932_reintroduced_fails(pair, monkeypatch):
+    from transformers.generation import candidate_generator
+
+    from specdec_check.adapters.hf import from_hf_generate
+
+    target, draft = pair
+    options = dict(target=target, draft=draft, oracle=from_hf_model(target, top_k=10), mode="quick", seed=0)
+    exact = check_generator(from_hf_generate(top_k=10), **options)
+    assert exact.verdict == "passed", exact.summary()
+
+    def raw_q(self, generation_args):  # drafts sampled from processed scores, the raw logits returned as q
+        out = self.assistant_model.generate(**generation_args, **self.assistant_kwargs, output_logits=True)
+        self.assistant_kwargs["cache"] = out.cache
+        return out.sequences, torch.stack(out.logits, dim=1)
+
+    monkeypatch.setattr(candidate_generator.AssistedCandidateGenerator, "_generate_candidates", raw_q)
+    mutant = check_generator(from_hf_generate(top_k=10), **options)
+    assert mutant.verdict == "failed", mutant.summary()

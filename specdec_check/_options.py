@@ -229,7 +229,8 @@ OPTIONS = (
     Option("draft", None, "your draft model, handed to the loop with the target", kinds=_GENERATOR,
            flag="--draft-model", cli={"metavar": "MODULE:CALLABLE"}),
     Option("oracle", None, "the target's laws as the loop samples them (specdec_check.models.from_hf_model(target, "
-           "top_k=...)); default: the target's raw softmax", kinds=_GENERATOR),
+           "top_k=...)); default: from_hf_model(target), the processing its generation_config declares",
+           kinds=_GENERATOR),
     Option("prompts", None, "prompts of the model pair's scenario (token strings); default: 8 random ones",
            kinds=_GENERATOR),
     Option("max_new_tokens", 8, "new tokens per row on the model pair", kinds=_GENERATOR),

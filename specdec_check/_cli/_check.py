@@ -260,6 +260,11 @@ def _checked_in_child(args, path, kind, sampler, scenarios, declared, monitor, e
     try:
         drafting, processing = declared
         sampler_kind = kind_for(kind, drafting=drafting, processing=processing)
+        if getattr(args, "target", None):  # generate on your own model pair: the target is the oracle
+            from ..checker.model_loop.kind import model_loop_kind
+
+            sampler_kind = model_loop_kind(_model(args.target, "--target-model"),
+                                           _model(args.draft, "--draft-model") if args.draft else None)
         values = {o.name: getattr(args, o.name) for o in api_options(kind) if o.name in FIELDS and hasattr(args, o.name)}
         values.update(mode=_mode(args), progress=monitor.progress, name=path, monitor=monitor, executor=executor)
         options = check_options(sampler_kind, scenarios_source=args.scenarios, **values)
@@ -278,6 +283,18 @@ def _checked_in_child(args, path, kind, sampler, scenarios, declared, monitor, e
             return ("usage", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
         return ("internal", describe_exception(exc, lines=None))
     return ("report", report.to_dict())
+
+
+def _model(path: str, flag: str):
+    """The model a ``MODULE:CALLABLE`` names: a model object (a torch module, anything with ``generate``) as it is,
+    else the callable's result (a function that builds and returns the model)."""
+    found = resolve_callable(path, what=f"model ({flag})", require_callable=False)
+    if hasattr(found, "forward") or hasattr(found, "generate") or not callable(found):
+        return found
+    try:
+        return found()
+    except Exception as exc:  # noqa: BLE001 - not a model builder: a usage error naming it
+        raise ValueError(f"{flag} {path!r}: calling it raised {type(exc).__name__}: {exc}") from None
 
 
 def _raised_by(sampler, exc) -> bool:

@@ -30,7 +30,7 @@ from ..models import CausalModel
 from ._common import draw_seeds, forked_global_rng
 from ._hf_processing import HFProcessedModel, hf_processed, hf_warp
 
-__all__ = ["HFProcessedModel", "from_hf_generate", "hf_models", "hf_processed", "hf_scenarios", "hf_warp"]
+__all__ = ["HFProcessedModel", "assisted_generate", "from_hf_generate", "hf_models", "hf_processed", "hf_scenarios", "hf_warp"]
 
 #: generate() arguments the contract sets itself.
 _RESERVED = ("input_ids", "inputs", "assistant_model", "max_new_tokens", "generation_config")
@@ -261,6 +261,11 @@ def from_hf_generate(**generate_kwargs):
 
     generate.__name__ = generate.__qualname__ = "from_hf_generate(GenerationMixin.generate)"
     return generate
+
+
+#: transformers' assisted generation with its defaults, as a decode loop (``specdec-check generate
+#: specdec_check.adapters.hf:assisted_generate --target-model M:T --draft-model M:D``).
+assisted_generate = from_hf_generate()
 
 
 @functools.lru_cache(maxsize=1)

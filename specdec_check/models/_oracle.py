@@ -88,9 +88,20 @@ class ModelLaw:
         return out
 
 
-def from_hf_model(model, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0) -> ModelLaw:
-    """The oracle of a transformers causal LM: ``model(input_ids=...).logits`` with no cache, in float64."""
+def from_hf_model(model, *, temperature=None, top_k=None, top_p=None, min_p=None) -> ModelLaw:
+    """The oracle of a transformers causal LM: ``model(input_ids=...).logits`` with no cache, in float64, processed
+    as ``generate(do_sample=True)`` processes it: each parameter left None is read from ``model.generation_config``
+    (transformers' defaults: temperature 1, top-k 50, top-p 1, no min-p); 0 / 1.0 / 0 turn a step off."""
     import torch
+
+    config = model.generation_config
+
+    def setting(given, name, off):
+        value = getattr(config, name, None) if given is None else given
+        return off if value is None else value
+
+    temperature, top_k = setting(temperature, "temperature", 1.0), setting(top_k, "top_k", 0)
+    top_p, min_p = setting(top_p, "top_p", 1.0), setting(min_p, "min_p", 0.0)
 
     device = next(model.parameters()).device
 

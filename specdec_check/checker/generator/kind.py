@@ -111,7 +111,8 @@ def check_generator(generate, *, scenarios=None, target=None, draft=None, oracle
     **On your own model pair** (``target=``, ``draft=``): the loop is handed your models (a transformers causal LM,
     or any ``tokens -> logits`` callable) and its output is tested against the target's own uncached forward pass
     in float64 (``oracle=``: :func:`~specdec_check.models.from_hf_model` with the processing the loop samples,
-    e.g. ``top_k``; default the raw softmax), at any vocabulary: the sequential Rosenblatt transform of every
+    e.g. ``top_k``; default: the processing the target's ``generation_config`` declares, as
+    ``generate(do_sample=True)`` applies it), at any vocabulary: the sequential Rosenblatt transform of every
     emitted token given its prefix (per position, pooled, adjacent pairs), the first token's counts per prompt,
     impossible tokens, determinism; the target's forward passes per token are reported. ``prompts`` (token
     strings; default 8 random ones), ``max_new_tokens``, ``gamma``, ``rows_per_call`` (1 for a loop of batch size

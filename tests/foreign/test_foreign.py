@@ -84,6 +84,7 @@ def test_the_c_example_through_the_c_abi(c_build, symbol, verdict):
     assert report.verdict == verdict, report.summary()
 
 
+@pytest.mark.slow  # cargo builds the example first (10 to 20 s); the C example keeps the protocol in the fast tier
 @pytest.mark.parametrize("bug", [False, True], ids=["reference", "shared-uniform"])
 def test_the_rust_example_through_the_process_protocol(rust_build, bug):
     sampler = exec_sampler(f"{rust_build} --serve" + (" --bug" if bug else ""), "verifier")

@@ -30,7 +30,9 @@ def tiny_llama(seed: int, vocab: int = 32, scale: float = 30.0):
 
 @pytest.fixture(scope="module")
 def pair():
-    return tiny_llama(0), tiny_llama(1)
+    # A flatter draft (its top 3 tokens hold ~0.2 of its mass): its processed and raw laws differ by ~0.8 in TV,
+    # so a q returned unprocessed moves the loop's law by more than quick mode's resolution.
+    return tiny_llama(0), tiny_llama(1, scale=8.0)
 
 
 #: Prompts of equal length: the hand-written loops below run every row of a call in one forward pass.

@@ -33,6 +33,9 @@ __all__ = ["Guard", "TRACEBACK_LINES", "format_traceback"]
 #: call cost 18% of a token-sampler run and 12% of the chain battery's CPU (issue 31).
 WATCH_ALL = 64
 WATCH_EVERY = 8
+#: ... and the first WATCH_ALL calls are all watched only while they hand over less than this many bytes in all:
+#: past it (calls of 1e6 rows: 48 MB of inputs each) one in WATCH_EVERY, so that hashing stays a small share.
+WATCH_BYTES = 256 << 20
 #: Traceback lines kept in a finding: the sampler's own frames and the exception, without the
 #: checker's frames above them (a report stays readable and the failing line is shown).
 TRACEBACK_LINES = 6
@@ -69,6 +72,7 @@ class Guard:
         #: checker is done with (a probe's, a finished block's) is freed at once, not kept here.
         self._reference = (_dead, None)
         self.calls = 0  # calls made through this guard (which ones are watched: WATCH_ALL, WATCH_EVERY)
+        self.watched_bytes = 0  # input bytes of the watched calls (WATCH_BYTES)
 
     # -- the call ------------------------------------------------------------------------------------
     def call(self, kwargs: dict, seed, *, parse, check: str = "contract", draw=None, check_after: bool = True,
@@ -81,8 +85,11 @@ class Guard:
         ``raw_output``: ``parse`` gets the output as returned (a tuple of arrays: it copies and moves them itself)."""
         ctx, backend = self.ctx, self.backend
         self.calls += 1
-        watch = ctx.selected("contract") and (self.calls <= WATCH_ALL or self.calls % WATCH_EVERY == 0)
+        early = self.calls <= WATCH_ALL and self.watched_bytes < WATCH_BYTES
+        watch = ctx.selected("contract") and (early or self.calls % WATCH_EVERY == 0)
         before = self._fingerprints(draw, kwargs) if watch else None
+        if before is not None:
+            self.watched_bytes += sum(int(getattr(kwargs[k], "nbytes", 0) or 0) for k in before)
         generator = backend.generator(seed) if isinstance(seed, (int, np.integer)) else seed
         ctx.calls += 1
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["EXPECTED", "FLAGGED", "NO_REPORT", "CatalogueEntry", "check_expected", "ok_outcomes"]
+__all__ = ["EXPECTED", "FLAGGED", "NO_REPORT", "CatalogueEntry", "KindEntry", "check_expected", "ok_outcomes"]
 
 NO_REPORT = "class of bug, no specific report"
 
@@ -86,3 +86,34 @@ class CatalogueEntry:
         if self.kind == "verifier":
             return check_verifier(self.sampler, mode=mode, seed=seed, rule=self.rule)
         return check_generator(self.sampler, mode=mode, seed=seed)
+
+
+@dataclass(frozen=True)
+class KindEntry:
+    """One catalogued sampler of a kind judged under its standard rule only (ragged verifiers, token samplers):
+    ``expected`` "failure" (a bug) or "pass" (an exact control); a subclass says how to check it (``report``)."""
+
+    name: str
+    sampler: Callable
+    mechanism: str
+    source: str
+    expected: str = "failure"
+    kind: str = ""
+
+    def __post_init__(self):
+        check_expected(self.expected)
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    @property
+    def ok_outcomes(self) -> tuple:
+        return ok_outcomes(self.expected)
+
+    @property
+    def judged_rule(self) -> str:
+        return "standard"
+
+    def report(self, mode: str, seed: int):
+        raise NotImplementedError

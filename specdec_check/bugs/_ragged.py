@@ -11,12 +11,11 @@ the chain catalogue (whose score they leave unchanged).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..samplers._ragged_numpy import _processed, _softmax, check_ragged_args
-from ._entry import NO_REPORT, check_expected, ok_outcomes
+from ._entry import NO_REPORT, KindEntry
 
 __all__ = ["RAGGED_BUGS", "RAGGED_CONTROLS", "RaggedEntry", "ragged_catalogue", "ragged_mutation_score"]
 
@@ -105,30 +104,10 @@ def _make(name: str, mutation, doc: str):
 
 
 @dataclass(frozen=True)
-class RaggedEntry:
+class RaggedEntry(KindEntry):
     """One catalogued ragged verifier: ``expected`` "failure" (a bug) or "pass" (an exact control)."""
 
-    name: str
-    sampler: Callable
-    mechanism: str
-    source: str
-    expected: str = "failure"
     kind: str = "ragged_verifier"
-
-    def __post_init__(self):
-        check_expected(self.expected)
-
-    @property
-    def label(self) -> str:
-        return self.kind
-
-    @property
-    def ok_outcomes(self) -> tuple:
-        return ok_outcomes(self.expected)
-
-    @property
-    def judged_rule(self) -> str:
-        return "standard"
 
     def report(self, mode: str, seed: int):
         """The checker's report on this entry (the production logits-in layout, standard rule)."""

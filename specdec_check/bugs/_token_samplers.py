@@ -9,14 +9,13 @@ says otherwise; ``specdec-check mutants --token-samplers`` runs them all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..exact._token_law import TokenProcessing
 from ..samplers._token_numpy import NUMPY_TOKEN_PROCESSING, _distinct
 from ..scenarios._token import round_to_dtype
-from ._entry import NO_REPORT, check_expected, ok_outcomes
+from ._entry import NO_REPORT, KindEntry
 
 __all__ = ["TOKEN_BUGS", "TOKEN_CONTROLS", "TokenEntry", "token_catalogue", "token_entry_tv", "token_mutation_score"]
 
@@ -195,31 +194,11 @@ def _draft(name, doc, how):
 
 
 @dataclass(frozen=True)
-class TokenEntry:
+class TokenEntry(KindEntry):
     """One catalogued token sampler (``kind`` "token_sampler") or drafter's sampler ("draft_sampler"):
     ``expected`` "failure" (a bug) or "pass" (an exact control)."""
 
-    name: str
-    sampler: Callable
-    mechanism: str
-    source: str
-    expected: str = "failure"
     kind: str = "token_sampler"
-
-    def __post_init__(self):
-        check_expected(self.expected)
-
-    @property
-    def label(self) -> str:
-        return self.kind
-
-    @property
-    def ok_outcomes(self) -> tuple:
-        return ok_outcomes(self.expected)
-
-    @property
-    def judged_rule(self) -> str:
-        return "standard"
 
     def report(self, mode: str, seed: int):
         """The checker's report on this entry, under the processing its sampler declares."""

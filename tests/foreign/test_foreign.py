@@ -66,15 +66,19 @@ def _cli(*args, cwd, env=None):
 
 # --------------------------------------------------------------------------- the examples, every way in
 
-@pytest.mark.parametrize("bug", [False, True], ids=["reference", "resample-from-target"])
-def test_the_c_example_through_the_process_protocol(c_build, bug):
-    sampler = exec_sampler(f"{c_build / 'verify'} --serve" + (" --bug" if bug else ""), "verifier")
+def _through_the_protocol(program: str, bug: bool):
+    sampler = exec_sampler(f"{program} --serve" + (" --bug" if bug else ""), "verifier")
     try:
         report = check_verifier(sampler, scenarios=_scenarios(), mode="quick", seed=0)
     finally:
         sampler.close()
     assert report.verdict == ("failed" if bug else "passed"), report.summary()
     assert report.protocol == 1
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["reference", "resample-from-target"])
+def test_the_c_example_through_the_process_protocol(c_build, bug):
+    _through_the_protocol(c_build / "verify", bug)
 
 
 @pytest.mark.parametrize("symbol, verdict", [("specdec_verify", "passed"), ("specdec_verify_bug", "failed")])
@@ -87,12 +91,7 @@ def test_the_c_example_through_the_c_abi(c_build, symbol, verdict):
 @pytest.mark.slow  # cargo builds the example first (10 to 20 s); the C example keeps the protocol in the fast tier
 @pytest.mark.parametrize("bug", [False, True], ids=["reference", "shared-uniform"])
 def test_the_rust_example_through_the_process_protocol(rust_build, bug):
-    sampler = exec_sampler(f"{rust_build} --serve" + (" --bug" if bug else ""), "verifier")
-    try:
-        report = check_verifier(sampler, scenarios=_scenarios(), mode="quick", seed=0)
-    finally:
-        sampler.close()
-    assert report.verdict == ("failed" if bug else "passed"), report.summary()
+    _through_the_protocol(rust_build, bug)
 
 
 @pytest.mark.slow  # 30 s: records a quick run's 3,000 calls (the API tests above keep the paths in the fast tier)

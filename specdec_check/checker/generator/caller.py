@@ -8,7 +8,10 @@ import numpy as np
 
 from ..core.guard import Guard
 
-__all__ = ["PADDING_CONVENTION", "CountingModel", "GeneratorCaller", "padding_note"]
+__all__ = ["GENERATOR_KEYWORDS", "PADDING_CONVENTION", "CountingModel", "GeneratorCaller", "padding_note"]
+
+#: The keywords a decode loop is called with (on the checker's models, or on yours).
+GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "generator")
 
 
 class CountingModel:

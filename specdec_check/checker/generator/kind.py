@@ -12,13 +12,12 @@ from ...scenarios import GeneratorScenario, default_generator_battery
 from ..core.api import run_check
 from ..core.kind import Kind
 from ..core.report import CheckReport, ScenarioSummary
-from .caller import GeneratorCaller
+from .caller import GENERATOR_KEYWORDS, GeneratorCaller
 from .laws import GeneratorLaws
 from .target_calls import TargetCalls
 
 __all__ = ["GENERATOR", "GENERATOR_CHECKS", "GENERATOR_KEYWORDS", "GeneratorKind", "check_generator"]
 
-GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "generator")
 GENERATOR_CHECKS = ("contract", "joint", "marginals", "pairs", "target_calls")
 #: The checks of a decode-loop scenario, in the order they start and finish (each judges its own records).
 SCENARIO_CHECKS = (GeneratorLaws, TargetCalls)

@@ -13,7 +13,7 @@ from ..checks.base import Check
 from ..checks.randomness import Determinism
 from ..core.kind import Kind
 from ..core.report import ScenarioSummary
-from ..generator.kind import GENERATOR_KEYWORDS
+from ..generator.caller import GENERATOR_KEYWORDS
 from .caller import ModelLoopCaller
 from .laws import LoopLaws
 

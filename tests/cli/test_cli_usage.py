@@ -306,6 +306,12 @@ def test_quiet_prints_the_verdict_line_only_even_with_heartbeats_due(tmp_path):
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["specdec_check.samplers:numpy_verify: PASSED"] and proc.stderr == ""
+    # with a report folder too: the report is written, and -q still prints the verdict line alone
+    proc = subprocess.run([sys.executable, "-m", "specdec_check", "verify", "--mode", "quick", "--scenarios",
+                           "specdec_small_battery:verifier", "--report", "out", "-q"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and (tmp_path / "out" / "report.json").is_file(), proc.stderr
+    assert proc.stdout.splitlines() == ["specdec_check.samplers:numpy_verify: PASSED"], proc.stdout
 
 
 @pytest.mark.parametrize("flags", [("--checks", "nonsense"), ("--dtype", "float8"), ("--device", "cuda:0"),

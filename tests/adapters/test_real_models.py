@@ -61,6 +61,30 @@ sample_from_the_target = _loop(lambda length: length - 1)
 one_token_late = _loop(lambda length: length - 2)  # BUG: a position off by one
 
 
+def _stopping_at(eos, *, keep_going=False):
+    """The exact loop with a stop token: a row ends at its first ``eos`` (``-1`` after it); with ``keep_going`` a
+    loop that commits the tokens after it too (transformers #47912: a stop accepted mid-block)."""
+
+    def generate(**kwargs):
+        out = sample_from_the_target(**kwargs)
+        if not keep_going:
+            for row in out:
+                hit = np.flatnonzero(row == eos)
+                if hit.size:
+                    row[hit[0] + 1:] = -1
+        return out
+
+    return generate
+
+
+def _a_frequent_token(target, prompts):
+    """A token the target emits often after the prompts, so that rows stop early in many calls."""
+    with torch.no_grad():
+        logits = target(input_ids=torch.as_tensor(prompts), use_cache=False).logits[:, -1].double()
+    mass = torch.softmax(logits, -1).mean(0)
+    return int(torch.argsort(mass, descending=True)[1])  # the second most probable: stops often, not always
+
+
 def test_an_exact_loop_on_real_models_passes_and_its_forward_passes_are_counted(pair):
     target, draft = pair
     report = check_generator(sample_from_the_target, target=target, draft=draft, mode="quick", max_new_tokens=4,
@@ -77,6 +101,21 @@ def test_a_loop_that_reads_the_wrong_position_fails(pair):
                              prompts=PROMPTS, rows_per_call=64, seed=0)
     assert report.verdict == "failed", report.summary()
     assert {f.check for f in report.findings} & {"positions", "pairs", "first_token"}
+
+
+def test_a_loop_that_stops_at_its_stop_token_passes_and_one_that_runs_past_it_fails(pair):
+    target, draft = pair
+    eos = _a_frequent_token(target, PROMPTS)
+    options = dict(target=target, draft=draft, mode="quick", max_new_tokens=4, prompts=PROMPTS, rows_per_call=64,
+                   seed=0, eos_token_id=eos)
+    exact = check_generator(_stopping_at(eos), **options)
+    assert exact.verdict == "passed", exact.summary()
+    tested = {r.details["test"]: r.n for r in exact.results if "test" in r.details}
+    # rows end early: later positions have fewer tokens than the first; the pair test still has every pair
+    assert tested["position[3]"] < tested["position[0]"], tested
+    past = check_generator(_stopping_at(eos, keep_going=True), **options)
+    assert past.verdict == "failed", past.summary()
+    assert any("after the stop token" in f.message for f in past.findings), past.summary()
 
 
 def test_the_oracle_is_the_uncached_forward_pass_upcast_and_processed(pair):

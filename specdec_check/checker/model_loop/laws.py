@@ -7,7 +7,9 @@ the tokens before it: an exact loop gives i.i.d. Uniform(0, 1) values at every p
 the vocabulary. Tested: each position's values and all positions pooled (equal bins), adjacent positions'
 pairs on a 4 x 4 grid (a loop whose step boundaries couple tokens), and the first token's counts per prompt
 over its most probable tokens (the rest one cell). A token the processed law gives probability zero is an
-impossible event: a failure at once. Rows are buffered and their laws computed in batches (one forward pass per
+impossible event: a failure at once. With a stop token, a row ends at it (the caller's contract: ``-1`` after
+it); its positions are tested while it runs, and its pair after the stop is completed with an independent uniform
+(see :meth:`LoopLaws.flush`). Rows are buffered and their laws computed in batches (one forward pass per
 emitted sequence gives its laws at every position).
 """
 
@@ -119,6 +121,12 @@ class LoopLaws(Check):
             for t in range(emitted.size):
                 by_position[t].append(u[t])
             pairs += list(zip(u[:-1], u[1:]))
+            if emitted.size < s.max_new_tokens and emitted.size:
+                # The row stopped at its stop token. Its last value is uniform, but a pair is only formed when the
+                # next position exists, i.e. when the token was not the stop token: pairs of stopped rows alone
+                # would condition u_t on "not the stop token" and bias the test against an exact loop. The
+                # stopped row's next value is imputed as an independent uniform, which is its law under H0.
+                pairs.append((u[-1], self.rng.random()))
             if emitted.size:
                 cells = self.first_cells[i] if hasattr(self, "first_cells") else None
                 if cells is not None:

@@ -1,0 +1,56 @@
+"""A decode loop with a stop token, on a model given as a ``tokens -> logits`` callable (no torch): rows end at the
+stop token, and the law tests stay exact for a loop that stops there (issue 26, stop tokens)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specdec_check import check_generator
+from specdec_check.models import ModelLaw
+
+#: One law at every position: the stop token 0 holds half the mass, so half the rows stop at each step.
+LAW = np.array([0.5, 0.2, 0.2, 0.1])
+STOP = 0
+PROMPTS = [(1, 2), (3, 1)]
+
+
+def logits_of(tokens):
+    tokens = np.asarray(tokens)
+    return np.broadcast_to(np.log(LAW), tokens.shape + (LAW.size,)).copy()
+
+
+def iid_loop(*, stop_at=True):
+    def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
+        target(np.asarray(prompts))  # one forward pass per call (counted by the checker's wrapper)
+        out = generator.choice(LAW.size, size=(len(prompts), max_new_tokens), p=LAW)
+        if stop_at:
+            for row in out:
+                hit = np.flatnonzero(row == STOP)
+                if hit.size:
+                    row[hit[0] + 1:] = -1
+        return out
+
+    return generate
+
+
+def _check(generate, seed=0):
+    oracle = ModelLaw(logits_of, LAW.size, name="fixed law")
+    return check_generator(generate, target=logits_of, draft=logits_of, oracle=oracle, prompts=PROMPTS,
+                           max_new_tokens=4, rows_per_call=256, mode="quick", seed=seed, eos_token_id=STOP,
+                           checks=["contract", "positions", "pairs", "first_token"])
+
+
+def test_an_exact_loop_that_stops_at_its_stop_token_passes_its_pair_test_included():
+    # A pair (u_t, u_t+1) exists only when token t was not the stop token: without the stopped rows' pairs (completed
+    # by an independent uniform) u_t would never fall in the stop token's half of (0, 1), and this exact loop fails.
+    report = _check(iid_loop())
+    assert report.verdict == "passed", report.summary()
+    tested = {r.details["test"]: r for r in report.results if "test" in r.details}
+    assert tested["position[3]"].n < tested["position[1]"].n < tested["position[0]"].n
+    assert tested["pairs"].n > 0 and tested["pairs"].passed
+
+
+def test_a_loop_that_emits_past_its_stop_token_fails_on_the_contract():
+    report = _check(iid_loop(stop_at=False))
+    assert report.verdict == "failed", report.summary()
+    assert any("after the stop token 0" in f.message for f in report.findings), report.summary()

@@ -219,6 +219,9 @@ def from_hf_generate(**generate_kwargs):
     scenarios whose laws are :func:`hf_processed` (:func:`hf_scenarios`): ``generate`` samples
     the processed law, not the raw one.
 
+    With ``prompt_lookup_num_tokens=k`` it is transformers' prompt lookup decoding: drafts are n-grams copied
+    from the sequence so far, no assistant model is passed (the checker's draft is then unused).
+
     Handed your own transformers models (``check_generator(..., target=model, draft=model)``), it runs them as
     they are: no BOS is prepended (the prompts are real token strings), and a row ends at the target's
     ``eos_token_id`` (-1 after it).
@@ -234,6 +237,8 @@ def from_hf_generate(**generate_kwargs):
         raise ValueError("from_hf_generate checks sampling (do_sample=True); greedy decoding has no law to check.")
     settings = dict(generate_kwargs)
     settings.pop("do_sample", None)
+    # Prompt lookup drafts from the prompt itself: transformers takes no assistant model with it.
+    lookup = settings.get("prompt_lookup_num_tokens") is not None
 
     def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
         real = hasattr(target, "generate") and hasattr(target, "config")  # your own transformers models, as they are
@@ -248,9 +253,10 @@ def from_hf_generate(**generate_kwargs):
             hf_target.generation_config, hf_draft.generation_config = (copy.deepcopy(c) for c in configs)
             hf_draft.generation_config.num_assistant_tokens = int(gamma)
             ids = torch.tensor([bos + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
+            assistant = {} if lookup else {"assistant_model": hf_draft}
             with forked_global_rng(torch.device("cpu"), seed), torch.no_grad(), _quiet_transformers():
-                sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=hf_draft,
-                                              do_sample=True, max_new_tokens=int(max_new_tokens), **settings)
+                sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
+                                              max_new_tokens=int(max_new_tokens), **assistant, **settings)
             new = sequence[0, ids.shape[1]:].cpu().numpy()[:max_new_tokens]
             if eos is not None:  # the contract: -1 after the stop token (transformers pads with pad_token_id)
                 stops = np.flatnonzero(np.isin(new, np.atleast_1d(eos)))

@@ -362,7 +362,8 @@ def _leaf_2d(leaf, W, theta_h, M):
     """A leaf's joint law of ``(N mod M, x(N) mod W)`` as a real ``[M, W]`` array, tilted by
     ``e^{theta h x}`` and normalised to unit sum (so every spectrum has modulus <= 1)."""
     N, x, p = leaf
-    lw = np.log(p) + theta_h * x
+    with np.errstate(divide="ignore"):  # pmf values that underflow to 0 weigh exp(-inf) = 0, as they should
+        lw = np.log(p) + theta_h * x
     ls = float(special.logsumexp(lw))
     A = np.bincount((N % M) * W + x % W, np.exp(lw - ls), M * W).reshape(M, W)
     return A, ls
@@ -725,7 +726,8 @@ def chernoff_conditional_law(table, n):
     lq = np.full(D, -np.inf)          # log Poisson mass outside the enumerated counts
     acc = None
     for d, (N, x, p) in enumerate(n2d):
-        lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
+        with np.errstate(divide="ignore"):  # underflowed pmf values: weight exp(-inf) = 0
+            lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
         ls[d] = special.logsumexp(lw, axis=1)
         w = np.exp(lw - ls[d][:, None])
         G = len(theta)

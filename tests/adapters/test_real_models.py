@@ -150,3 +150,18 @@ def test_transformers_assisted_generation_is_exact_and_47932_reintroduced_fails(
     monkeypatch.setattr(candidate_generator.AssistedCandidateGenerator, "_generate_candidates", raw_q)
     mutant = check_generator(from_hf_generate(top_k=3), **options)
     assert mutant.verdict == "failed", mutant.summary()
+
+
+#: Prompts with repeated n-grams, so that prompt lookup finds drafts to copy.
+LOOKUP_PROMPTS = [(1, 2, 3, 1, 2), (4, 5, 4, 5, 4), (7, 7, 7, 7, 7), (0, 9, 30, 0, 9)]
+
+
+@pytest.mark.slow  # transformers' prompt lookup decoding, B = 1: ~100 ms a row
+def test_transformers_prompt_lookup_decoding_is_exact(pair):
+    from specdec_check.adapters.hf import from_hf_generate
+
+    target, draft = pair
+    report = check_generator(from_hf_generate(top_k=3, prompt_lookup_num_tokens=3), target=target, draft=draft,
+                             oracle=from_hf_model(target, top_k=3), prompts=LOOKUP_PROMPTS, mode="quick", seed=0)
+    assert report.verdict == "passed", report.summary()
+    assert report.scenarios[0].target_calls_per_token < 1  # some copied drafts were accepted

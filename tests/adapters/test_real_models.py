@@ -165,3 +165,60 @@ def test_transformers_prompt_lookup_decoding_is_exact(pair):
                              oracle=from_hf_model(target, top_k=3), prompts=LOOKUP_PROMPTS, mode="quick", seed=0)
     assert report.verdict == "passed", report.summary()
     assert report.scenarios[0].target_calls_per_token < 1  # some copied drafts were accepted
+
+
+def bpe_tokenizer(merges, *, ids_descending=False):
+    """A small BPE tokenizer built offline: the letters a to t, then ``merges``. Its ``get_vocab()`` lists the ids in
+    ascending order, or descending with ``ids_descending`` (a ``tokenizers`` vocabulary is a hash map: its order is
+    arbitrary, and code that depends on it must not care)."""
+    from tokenizers import Tokenizer, decoders, models
+
+    vocab = {letter: i for i, letter in enumerate("abcdefghijklmnopqrst")}
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=list(merges)))
+    backend.decoder = decoders.Fuse()  # decode joins the tokens' text, with no spaces between them
+
+    class Tokenizer_(transformers.PreTrainedTokenizerFast):
+        def get_vocab(self):
+            return dict(sorted(super().get_vocab().items(), key=lambda item: -item[1] if ids_descending else item[1]))
+
+    return Tokenizer_(tokenizer_object=backend)
+
+
+TARGET_MERGES = [("a", "b"), ("c", "d"), ("e", "f"), ("g", "h"), ("i", "j"), ("k", "l"), ("m", "n"), ("o", "p"),
+                 ("q", "r"), ("s", "t"), ("ab", "cd"), ("ef", "gh")]
+DRAFT_MERGES = [("b", "c"), ("d", "e"), ("f", "g"), ("h", "i"), ("j", "k"), ("l", "m")]
+
+
+def _vocabulary_map_is_consistent(translator) -> bool:
+    """Whether transformers' pruned-head translator puts the draft's logit ``k`` at the target id of the token its
+    candidate ids map ``k`` to (``get_target_logits`` against ``get_target_ids``)."""
+    to_target = translator._assistant_to_target_input_ids
+    placed = to_target[to_target != translator.SUPPRESS_TOKEN_ID]           # where get_target_logits puts logit k
+    drafted = to_target[translator.assistant_overlap_token_ids]             # the target id get_target_ids gives k
+    return bool(torch.equal(placed, drafted))
+
+
+@pytest.mark.slow  # transformers' universal assisted generation, B = 1, two runs: ~200 s
+@pytest.mark.parametrize("ids_descending", [False, True], ids=["vocab-ids-ascending", "vocab-ids-descending"])
+def test_transformers_universal_assisted_generation_is_exact_where_its_vocabulary_map_is(ids_descending):
+    """Universal speculative decoding (two tokenizers, do_sample=True). Its pruned-head translator lists the shared
+    tokens in ``get_vocab()`` order for the candidate ids, and in id order for the draft's logits: the two agree only
+    when the draft's vocabulary lists its ids in ascending order. With the other order the returned q belongs to
+    other tokens, and the loop is not exact (transformers 5.24.0 and 5.25.0, candidate_generator.py)."""
+    from transformers.generation.candidate_generator import AssistantVocabTranslatorCache
+
+    from specdec_check.adapters.hf import from_hf_generate
+
+    target_tokenizer, draft_tokenizer = bpe_tokenizer(TARGET_MERGES), bpe_tokenizer(DRAFT_MERGES,
+                                                                                    ids_descending=ids_descending)
+    target = tiny_llama(0, vocab=len(target_tokenizer))
+    draft = tiny_llama(1, vocab=len(draft_tokenizer), scale=8.0)
+    loop = from_hf_generate(top_k=3, tokenizer=target_tokenizer, assistant_tokenizer=draft_tokenizer)
+    report = check_generator(loop, target=target, draft=draft, oracle=from_hf_model(target, top_k=3), prompts=PROMPTS,
+                             max_new_tokens=2, mode="quick", seed=0)
+    translator = AssistantVocabTranslatorCache.get_translator(target_tokenizer, draft_tokenizer, len(target_tokenizer))
+    consistent = _vocabulary_map_is_consistent(translator)
+    assert consistent is not ids_descending  # the premise, read from the installed transformers' own translator
+    assert report.verdict == ("passed" if consistent else "failed"), report.summary()

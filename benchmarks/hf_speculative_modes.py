@@ -8,9 +8,10 @@ the first token's plug-in TV, target calls per token) that ``reports/transformer
 
     python benchmarks/hf_speculative_modes.py [--max-new-tokens 2]
 
-Besides the installed code as it is, two edits show that the check sees what it should: transformers #47932
+Besides the installed code as it is, three edits show that the check sees what it should: transformers #47932
 reintroduced in assisted generation (a mutant: must fail), and universal assisted generation with its pruned-head
-logits placed by the candidate ids' own map (the fix: must pass). Exits 1 when a run contradicts its expectation.
+logits placed by the candidate ids' own map, and the Gemma 4 assistant's argmax drafts with q their point mass
+(the fixes: must pass). Exits 1 when a run contradicts its expectation.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def main(argv=None) -> int:
     from specdec_check.models import from_hf_model
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-new-tokens", type=int, default=2)
+    parser.add_argument("--max-new-tokens", type=int, default=4,
+                        help="new tokens per row (default 4: the Gemma 4 assistant's drafts first reach position 1 of 3)")
     args = parser.parse_args(argv)
     fx = _fixtures()
     target, draft = fx.tiny_llama(0), fx.tiny_llama(0, scale=8.0)
@@ -95,6 +97,10 @@ def main(argv=None) -> int:
                     loop=from_hf_generate(top_k=3, tokenizer=target_tokenizer, assistant_tokenizer=draft_tokenizer))
 
     plain = dict(target=target, draft=draft, oracle=from_hf_model(target, top_k=3), loop=from_hf_generate(top_k=3))
+    gemma_target, gemma_assistant = fx.tiny_gemma4_pair()
+    gemma = dict(target=gemma_target, draft=gemma_assistant, oracle=from_hf_model(gemma_target, top_k=3),
+                 loop=from_hf_generate(top_k=3))
+    single_position = candidate_generator.SinglePositionMultiTokenCandidateGenerator
     translator = candidate_generator.AssistantToTargetTranslator
     runs = [
         ("assisted generation", "AssistedCandidateGenerator", plain, contextlib.nullcontext(), "passed"),
@@ -107,10 +113,16 @@ def main(argv=None) -> int:
          universal(True), contextlib.nullcontext(), "failed"),
         ("universal assisted, ids descending, get_target_logits fixed", "UniversalSpeculativeDecodingGenerator",
          universal(True), _patched(translator, "get_target_logits", _target_logits_by_candidate_map), "passed"),
+        ("Gemma 4 assistant (single-position multi-token drafts)", "SinglePositionMultiTokenCandidateGenerator",
+         gemma, contextlib.nullcontext(), "failed"),
+        ("Gemma 4 assistant, q the drafted tokens' point mass", "SinglePositionMultiTokenCandidateGenerator",
+         gemma, _patched(single_position, "get_candidates", fx.drafted_point_mass(single_position.get_candidates)),
+         "passed"),
         ("mutant: assisted with #47932 reintroduced (raw q)", "AssistedCandidateGenerator", plain,
          _patched(candidate_generator.AssistedCandidateGenerator, "_generate_candidates", _raw_q), "failed"),
     ]
-    print(f"transformers {transformers.__version__}; tiny Llama pair (V = 32 and 26), top-k 3, do_sample=True, "
+    print(f"transformers {transformers.__version__}; tiny Llama pairs (V = 32, and 32 / 26 over two tokenizers) and a "
+          f"tiny Gemma 4 pair (V = 32), top-k 3, do_sample=True, "
           f"{args.max_new_tokens} new tokens per row, quick mode, seed 0\n")
     print("| mode | candidate generator | verdict | rows | s | achieved TV | first-token plug-in TV | target calls "
           "per token |")

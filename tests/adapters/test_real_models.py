@@ -222,3 +222,67 @@ def test_transformers_universal_assisted_generation_is_exact_where_its_vocabular
     consistent = _vocabulary_map_is_consistent(translator)
     assert consistent is not ids_descending  # the premise, read from the installed transformers' own translator
     assert report.verdict == ("passed" if consistent else "failed"), report.summary()
+
+
+def tiny_gemma4_pair(vocab: int = 32):
+    """A tiny Gemma 4 text model and a Gemma 4 assistant over it (the assistant reads the target's KV states and
+    hidden state: transformers drafts with it through SinglePositionMultiTokenCandidateGenerator)."""
+    from transformers.models.gemma4 import Gemma4ForCausalLM, Gemma4TextConfig
+    from transformers.models.gemma4_assistant import Gemma4AssistantConfig, Gemma4AssistantForCausalLM
+
+    def text_config(**changes):
+        return Gemma4TextConfig(**{**dict(
+            vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=1, head_dim=16, global_head_dim=16, hidden_size_per_layer_input=0,
+            vocab_size_per_layer_input=0, max_position_embeddings=256, sliding_window=64,
+            layer_types=["sliding_attention", "full_attention"], pad_token_id=0, eos_token_id=None,
+            bos_token_id=None), **changes})
+
+    torch.manual_seed(0)
+    target = Gemma4ForCausalLM(text_config()).eval()
+    assistant = Gemma4AssistantForCausalLM(Gemma4AssistantConfig(
+        text_config=text_config(num_kv_shared_layers=2), backbone_hidden_size=32, num_centroids=8,
+        centroid_intermediate_top_k=4)).eval()
+    target.generation_config.eos_token_id = None
+    return target, assistant
+
+
+def drafted_point_mass(get_candidates):
+    """``get_candidates`` with q replaced by the point mass on each drafted token: the law an argmax draft is really
+    drawn from (then the standard rule is exact)."""
+
+    def wrapped(self, input_ids, *args, **kwargs):
+        candidate_ids, candidate_logits = get_candidates(self, input_ids, *args, **kwargs)
+        if candidate_logits is None:
+            return candidate_ids, candidate_logits
+        drafted = candidate_ids[:, -candidate_logits.shape[1]:]
+        q = torch.full_like(candidate_logits, float("-inf"))
+        return candidate_ids, q.scatter(-1, drafted[..., None], 0.0)
+
+    return wrapped
+
+
+@pytest.mark.slow  # transformers' Gemma 4 assistant drafting, B = 1, two runs: ~100 s
+def test_transformers_single_position_multi_token_drafting_is_exact_only_with_the_q_it_drafts_from(monkeypatch):
+    """SinglePositionMultiTokenCandidateGenerator (the Gemma 4 assistant) drafts each token by argmax and returns the
+    assistant's raw logits as q, under do_sample=True too (transformers 5.24.0 and 5.25.0): the standard rule then
+    accepts with the wrong ratio. The same drafts with q their point mass are exact."""
+    import inspect
+
+    from transformers.generation import candidate_generator
+
+    from specdec_check.adapters.hf import from_hf_generate
+
+    generator = candidate_generator.SinglePositionMultiTokenCandidateGenerator
+    drafts_by_argmax = "argmax" in inspect.getsource(generator.get_candidates)  # the premise, read from the source
+    target, assistant = tiny_gemma4_pair()
+    # 4 new tokens: the first comes from the target's prefill alone, and a round drafts at most up to one token
+    # before max_length, so the drafts first reach the output at position 1 of 3 new tokens or more.
+    options = dict(target=target, draft=assistant, oracle=from_hf_model(target, top_k=3), prompts=PROMPTS,
+                   max_new_tokens=4, mode="quick", seed=0)
+    as_installed = check_generator(from_hf_generate(top_k=3), **options)
+    assert as_installed.verdict == ("failed" if drafts_by_argmax else "passed"), as_installed.summary()
+    monkeypatch.setattr(generator, "get_candidates", drafted_point_mass(generator.get_candidates))
+    if drafts_by_argmax:
+        fixed = check_generator(from_hf_generate(top_k=3), **options)
+        assert fixed.verdict == "passed", fixed.summary()

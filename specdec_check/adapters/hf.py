@@ -219,8 +219,9 @@ def from_hf_generate(**generate_kwargs):
     scenarios whose laws are :func:`hf_processed` (:func:`hf_scenarios`): ``generate`` samples
     the processed law, not the raw one.
 
-    With ``prompt_lookup_num_tokens=k`` it is transformers' prompt lookup decoding: drafts are n-grams copied
-    from the sequence so far, no assistant model is passed (the checker's draft is then unused).
+    With ``prompt_lookup_num_tokens=k`` it is transformers' prompt lookup decoding (drafts are n-grams copied
+    from the sequence so far), with ``assistant_early_exit=k`` self-speculation from the target's first ``k``
+    layers: no assistant model is passed to either (the checker's draft is then unused).
 
     Handed your own transformers models (``check_generator(..., target=model, draft=model)``), it runs them as
     they are: no BOS is prepended (the prompts are real token strings), and a row ends at the target's
@@ -237,8 +238,9 @@ def from_hf_generate(**generate_kwargs):
         raise ValueError("from_hf_generate checks sampling (do_sample=True); greedy decoding has no law to check.")
     settings = dict(generate_kwargs)
     settings.pop("do_sample", None)
-    # Prompt lookup drafts from the prompt itself: transformers takes no assistant model with it.
-    lookup = settings.get("prompt_lookup_num_tokens") is not None
+    # Prompt lookup drafts from the sequence itself, early exit with the target's own first layers: transformers
+    # takes no assistant model with either.
+    lookup = any(settings.get(k) is not None for k in ("prompt_lookup_num_tokens", "assistant_early_exit"))
 
     def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
         real = hasattr(target, "generate") and hasattr(target, "config")  # your own transformers models, as they are

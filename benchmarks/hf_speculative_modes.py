@@ -84,6 +84,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-new-tokens", type=int, default=4,
                         help="new tokens per row (default 4: the Gemma 4 assistant's drafts first reach position 1 of 3)")
+    parser.add_argument("--only", nargs="*", default=None, metavar="TEXT",
+                        help="run only the modes whose name contains one of these texts")
     args = parser.parse_args(argv)
     fx = _fixtures()
     target, draft = fx.tiny_llama(0), fx.tiny_llama(0, scale=8.0)
@@ -107,6 +109,8 @@ def main(argv=None) -> int:
         ("prompt lookup (3 tokens)", "PromptLookupCandidateGenerator",
          {**plain, "loop": from_hf_generate(top_k=3, prompt_lookup_num_tokens=3), "prompts": fx.LOOKUP_PROMPTS},
          contextlib.nullcontext(), "passed"),
+        ("early exit (the target's first layer drafts)", "EarlyExitCandidateGenerator",
+         {**plain, "loop": from_hf_generate(top_k=3, assistant_early_exit=1)}, contextlib.nullcontext(), "passed"),
         ("universal assisted, draft vocabulary ids ascending", "UniversalSpeculativeDecodingGenerator",
          universal(False), contextlib.nullcontext(), "passed"),
         ("universal assisted, draft vocabulary ids descending", "UniversalSpeculativeDecodingGenerator",
@@ -129,6 +133,8 @@ def main(argv=None) -> int:
     print("|---|---|---|---:|---:|---:|---:|---:|")
     bad = 0
     for name, generator_class, setup, patch, expected in runs:
+        if args.only and not any(text in name for text in args.only):
+            continue
         setup = dict(setup)
         loop, prompts = setup.pop("loop"), setup.pop("prompts", fx.PROMPTS)
         started = time.perf_counter()

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     print("| mode | candidate generator | verdict | rows | s | achieved TV | first-token plug-in TV | target calls "
           "per token |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
-    bad = 0
+    bad, failures = 0, []
     for name, generator_class, setup, patch, expected in runs:
         if args.only and not any(text in name for text in args.only):
             continue
@@ -148,6 +148,10 @@ def main(argv=None) -> int:
         print(f"| {name} | {generator_class} | {report.verdict} | {report.samples_used:,} | {took:.0f} | "
               f"{' | '.join(cells)} |", flush=True)
         bad += report.verdict != expected
+        failures += [f"- {name}: {f.line()}" for f in report.findings if f.kind == "failure"][:1]
+    if failures:
+        print("\nFirst failure of each failed mode:\n")
+        print("\n".join(failures))
     return 1 if bad else 0
 
 

@@ -53,4 +53,7 @@ def test_an_exact_loop_that_stops_at_its_stop_token_passes_its_pair_test_include
 def test_a_loop_that_emits_past_its_stop_token_fails_on_the_contract():
     report = _check(iid_loop(stop_at=False))
     assert report.verdict == "failed", report.summary()
-    assert any("after the stop token 0" in f.message for f in report.findings), report.summary()
+    finding = next(f for f in report.findings if "after the stop token 0" in f.message)
+    # the repro names what a rerun needs besides the loop and the scenario: the models and the oracle
+    assert finding.repro.startswith("check_generator(") and "target=<your target model>" in finding.repro
+    assert "draft=<your draft model>" in finding.repro and "oracle=<fixed law's uncached forward pass" in finding.repro

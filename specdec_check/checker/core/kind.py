@@ -71,6 +71,11 @@ class Kind:
         """The ``check_*`` function that runs this kind (repro lines in Python)."""
         return f"check_{self.name}"
 
+    def repro_keywords(self) -> tuple:
+        """Keyword arguments a Python repro line needs besides the sampler and the scenario (``name=<what>``
+        strings; none for the kinds whose scenarios carry everything)."""
+        return ()
+
     # -- naming --------------------------------------------------------------------------------------
     @property
     def command(self) -> str:

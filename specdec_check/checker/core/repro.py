@@ -33,7 +33,8 @@ def repro_command(kind, options, scenario: str) -> str:
         mode = repr(options.mode)
     else:
         mode = f"{options.mode.name!r}" if tv is None else f"mode_for_tv({tv!r}, {options.mode.name!r})"
-    arguments = [f"scenarios=[<the scenario {scenario!r}>]", f"mode={mode}", f"seed={options.seed}"]
+    arguments = [*kind.repro_keywords(), f"scenarios=[<the scenario {scenario!r}>]", f"mode={mode}",
+                 f"seed={options.seed}"]
     if options.alpha != DEFAULT_ALPHA:
         arguments.append(f"alpha={options.alpha!r}")
     if partial:

@@ -60,6 +60,9 @@ class ModelLoopKind(Kind):
     def arguments(self) -> tuple:
         return (id(self),)
 
+    def repro_keywords(self) -> tuple:
+        return ("target=<your target model>", "draft=<your draft model>", f"oracle=<{self.oracle.describe()}>")
+
     def validate(self, options) -> None:
         if options.executor is not None:
             raise ValueError("a decode loop on your own models runs in this process (executor=None): the models are "

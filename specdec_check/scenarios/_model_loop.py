@@ -12,15 +12,15 @@ __all__ = ["ModelLoopScenario", "default_model_loop_battery"]
 @dataclass(frozen=True, eq=False)
 class ModelLoopScenario:
     """``prompts``: token strings (each at least one token), handed left-padded with -1 as ``[B, P]``; each call
-    draws ``rows_per_call`` of them at random. ``eos_token_id``: a token after which the loop stops (the rest of
-    its row is -1)."""
+    draws ``rows_per_call`` of them at random. ``eos_token_id``: a token, or several (transformers allows a list),
+    after which the loop stops (the rest of its row is -1)."""
 
     name: str
     prompts: tuple
     max_new_tokens: int
     gamma: int
     rows_per_call: int = 1
-    eos_token_id: int | None = None
+    eos_token_id: int | tuple | None = None
     description: str = ""
 
     def __post_init__(self):
@@ -30,6 +30,13 @@ class ModelLoopScenario:
         if self.max_new_tokens < 1 or self.gamma < 1 or self.rows_per_call < 1:
             raise ValueError(f"scenario {self.name!r}: max_new_tokens, gamma and rows_per_call must be >= 1.")
         object.__setattr__(self, "prompts", prompts)
+        if self.eos_token_id is not None and not isinstance(self.eos_token_id, (int, np.integer)):
+            object.__setattr__(self, "eos_token_id", tuple(int(t) for t in self.eos_token_id))
+
+    @property
+    def stop_tokens(self) -> np.ndarray:
+        """int64 [k]: the tokens that end a row (none without ``eos_token_id``)."""
+        return np.atleast_1d(np.asarray(() if self.eos_token_id is None else self.eos_token_id, dtype=np.int64))
 
     @property
     def vocab_size(self) -> int:  # the report's scenario table: the model's, set by the kind

@@ -118,6 +118,17 @@ def test_a_loop_that_stops_at_its_stop_token_passes_and_one_that_runs_past_it_fa
     assert any("after the stop token" in f.message for f in past.findings), past.summary()
 
 
+def test_a_transformers_target_stops_at_its_generation_configs_stop_token_by_default():
+    # from_hf_generate ends rows at these tokens too (tests/adapters/test_readme_example.py runs the two together)
+    from specdec_check.checker.model_loop.kind import model_loop_kind
+
+    target, draft = tiny_llama(0), tiny_llama(0, scale=8.0)
+    target.generation_config.eos_token_id = [5, 7]
+    kind = model_loop_kind(target, draft, prompts=PROMPTS)
+    assert kind.battery[0].eos_token_id == (5, 7)  # read from generation_config, as generate reads it
+    assert model_loop_kind(target, draft, prompts=PROMPTS, eos_token_id=3).battery[0].eos_token_id == 3
+
+
 def test_the_oracle_is_the_uncached_forward_pass_upcast_and_processed(pair):
     target, _ = pair
     raw = from_hf_model(target)

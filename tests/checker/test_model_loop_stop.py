@@ -57,3 +57,23 @@ def test_a_loop_that_emits_past_its_stop_token_fails_on_the_contract():
     # the repro names what a rerun needs besides the loop and the scenario: the models and the oracle
     assert finding.repro.startswith("check_generator(") and "target=<your target model>" in finding.repro
     assert "draft=<your draft model>" in finding.repro and "oracle=<fixed law's uncached forward pass" in finding.repro
+
+
+def test_several_stop_tokens_each_end_a_row():
+    # transformers allows a list of stop tokens: a row ends at the first of any of them
+    oracle = ModelLaw(logits_of, LAW.size, name="fixed law")
+
+    def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
+        out = generator.choice(LAW.size, size=(len(prompts), max_new_tokens), p=LAW)
+        for row in out:
+            hit = np.flatnonzero(np.isin(row, (0, 3)))
+            if hit.size:
+                row[hit[0] + 1:] = -1
+        return out
+
+    options = dict(target=logits_of, draft=logits_of, oracle=oracle, prompts=PROMPTS, max_new_tokens=4,
+                   rows_per_call=256, mode="quick", seed=0)
+    assert check_generator(generate, eos_token_id=[0, 3], **options).verdict == "passed"
+    # the same loop judged with token 0 alone as the stop token: a row that ends at token 3 breaks the contract
+    only_zero = check_generator(generate, eos_token_id=0, **options)
+    assert only_zero.verdict == "failed" and "is not in [0, 4)" in only_zero.findings[0].message

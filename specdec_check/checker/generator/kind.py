@@ -115,7 +115,8 @@ def check_generator(generate, *, scenarios=None, target=None, draft=None, oracle
     emitted token given its prefix (per position, pooled, adjacent pairs), the first token's counts per prompt,
     impossible tokens, determinism; the target's forward passes per token are reported. ``prompts`` (token
     strings; default 8 random ones), ``max_new_tokens``, ``gamma``, ``rows_per_call`` (1 for a loop of batch size
-    1) and ``eos_token_id`` (a stop token; -1 after it) shape the scenario.
+    1) and ``eos_token_id`` (a stop token, or several; -1 after it; default: a transformers target's
+    ``generation_config.eos_token_id``) shape the scenario.
     """
     if target is not None:
         from ..model_loop.kind import model_loop_kind

@@ -63,7 +63,7 @@ class ModelLoopCaller:
         if not np.issubdtype(out.dtype, np.integer):
             return (f"output dtype {out.dtype} is not an integer type", {}), None
         for r, row in enumerate(out):
-            stop = np.flatnonzero(row == s.eos_token_id)[:1] if s.eos_token_id is not None else []
+            stop = np.flatnonzero(np.isin(row, s.stop_tokens))[:1]
             end = int(stop[0]) + 1 if len(stop) else row.size
             body, tail = row[:end], row[end:]
             if ((body < 0) | (body >= vocab)).any():
@@ -73,7 +73,7 @@ class ModelLoopCaller:
             if (tail != -1).any():
                 col = end + int(np.flatnonzero(tail != -1)[0])
                 return (f"row {r} emitted token {int(row[col])} at position {col}, after the stop token "
-                        f"{s.eos_token_id} at position {end - 1} (a loop ends a row at its stop token)", {}), None
+                        f"{int(row[end - 1])} at position {end - 1} (a loop ends a row at its stop token)", {}), None
         return None, out.astype(np.int64, copy=False)
 
     def call(self, index, seed, check="contract"):

@@ -114,7 +114,8 @@ class ModelLoopKind(Kind):
 def model_loop_kind(target, draft, oracle=None, **scenario) -> ModelLoopKind:
     """The kind for ``target`` and ``draft`` (the loop is handed them); ``oracle`` the target's laws as the loop
     samples them (a :class:`~specdec_check.models.ModelLaw`; default: :func:`~specdec_check.models.from_hf_model`
-    of a transformers model, :func:`~specdec_check.models.from_torch_module` of a callable, raw softmax)."""
+    of a transformers model, :func:`~specdec_check.models.from_torch_module` of a callable, raw softmax). Without
+    ``eos_token_id``, a transformers target's ``generation_config.eos_token_id`` is the stop token."""
     from ...models._oracle import ModelLaw, from_hf_model, from_torch_module
 
     if oracle is None:
@@ -127,4 +128,8 @@ def model_loop_kind(target, draft, oracle=None, **scenario) -> ModelLoopKind:
                             f"for a {type(target).__name__}.")
     if not isinstance(oracle, ModelLaw):
         raise TypeError(f"oracle must be a ModelLaw (from_hf_model / from_torch_module); got {type(oracle).__name__}.")
+    if scenario.get("eos_token_id") is None:
+        # A transformers model stops at its generation_config's stop token(s), as its generate does (and as the
+        # processing is read from it): set generation_config.eos_token_id = None to check without a stop token.
+        scenario["eos_token_id"] = getattr(getattr(target, "generation_config", None), "eos_token_id", None)
     return ModelLoopKind(target, draft, oracle, **scenario)

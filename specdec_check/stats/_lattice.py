@@ -195,10 +195,30 @@ class _Atoms:
     mult: np.ndarray
     width: np.ndarray   # [D] leaf support width (max lattice value + 1)
 
+    @property
+    def starts(self) -> np.ndarray:
+        """Index of each leaf's first atom (the atoms are grouped by leaf), for ``reduceat``."""
+        starts = self.__dict__.get("_starts")
+        if starts is None:
+            starts = np.flatnonzero(np.r_[True, self.leaf[1:] != self.leaf[:-1]])
+            object.__setattr__(self, "_starts", starts)
+        return starts
+
+    def log_mgf(self, theta):
+        """Exact ``K(theta) = log E e^{theta S}`` alone (theta per lattice unit, array): what the Chernoff
+        searches need, at a third of :meth:`cgf`'s work, and the same floating-point value as its ``K``."""
+        th = np.atleast_1d(np.asarray(theta, dtype=np.float64))
+        starts = self.starts
+        K = []
+        for c in range(0, len(th), 8):  # the chunks of cgf: the same sums in the same order
+            e = self.p[None, :] * np.exp(th[c:c + 8, None] * self.x[None, :])
+            K.append((self.mult * np.log(np.add.reduceat(e, starts, axis=1))).sum(axis=1))
+        return np.concatenate(K)
+
     def cgf(self, theta):
         """Exact ``K(theta) = log E e^{theta S}`` (theta per lattice unit, array) and ``K'``, ``K''``."""
         th = np.atleast_1d(np.asarray(theta, dtype=np.float64))
-        starts = np.flatnonzero(np.r_[True, self.leaf[1:] != self.leaf[:-1]])
+        starts = self.starts
         K, K1, K2 = [], [], []
         for c in range(0, len(th), 8):  # chunks of 8 tilts keep the temporaries small
             t = th[c:c + 8, None]
@@ -261,10 +281,10 @@ def _chernoff_point(atoms, level, theta_max):
     """``min_theta (K(theta) + level) / theta`` and its minimiser: ``P(S >= x) <= e^-level``
     (grid search, then a finer grid between the neighbours of the best point)."""
     grid = np.geomspace(theta_max * 1e-5, theta_max, 32)
-    x = (atoms.cgf(grid)[0] + level) / grid
+    x = (atoms.log_mgf(grid) + level) / grid
     i = int(np.argmin(x))
     fine = np.geomspace(grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)], 17)
-    xf = (atoms.cgf(fine)[0] + level) / fine
+    xf = (atoms.log_mgf(fine) + level) / fine
     j = int(np.argmin(xf))
     return float(xf[j]), float(fine[j])
 
@@ -272,8 +292,7 @@ def _chernoff_point(atoms, level, theta_max):
 def _log_tail_bound(atoms, s, theta_max):
     """Chernoff ``log P(S >= s) <= min_theta K(theta) - theta s`` on a grid (rigorous)."""
     grid = np.geomspace(theta_max * 1e-5, theta_max, 32)
-    K, _, _ = atoms.cgf(grid)
-    return float(np.min(K - grid * s))
+    return float(np.min(atoms.log_mgf(grid) - grid * s))
 
 
 @dataclass(frozen=True)
@@ -302,7 +321,7 @@ def _frame(table, atoms):
         # (P_theta(S >= x) <= exp(K(theta + phi) - K(theta) - phi x)): tilted mass beyond it or below
         # the start only costs relative accuracy ~e^-20 where the tilted pass is used, never validity
         grid = th + np.geomspace(theta_max * 1e-4, theta_max, 24)
-        top = float(np.min((atoms.cgf(grid)[0] - K[0] + 20.0) / (grid - th))) if th > 0 else x_hi
+        top = float(np.min((atoms.log_mgf(grid) - K[0] + 20.0) / (grid - th))) if th > 0 else x_hi
         lo = int(max(0.0, np.floor(mean - (C_LO if th == 0 else C_LO_TILTED) * sd)))
         los.append(lo)
         Ws.append(int(np.ceil(max(top, lo + 16) - lo)) + 8)

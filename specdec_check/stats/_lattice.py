@@ -204,6 +204,28 @@ class _Atoms:
             object.__setattr__(self, "_starts", starts)
         return starts
 
+    @property
+    def lattice(self):
+        """``(x as int64, 0..max x as float64)`` where the atoms take fewer distinct lattice values than there
+        are atoms (a law of many leaves), else None: ``e^{theta x}`` is then computed once per value and
+        gathered (the same numbers as per atom, at a tenth of the time)."""
+        found = self.__dict__.get("_lattice")
+        if found is None:
+            top = int(self.x.max()) if self.x.size else 0
+            whole = self.x.size and self.x.min() >= 0 and np.array_equal(self.x, np.floor(self.x))
+            found = ((self.x.astype(np.int64), np.arange(top + 1, dtype=np.float64))
+                     if whole and top < self.x.size // 4 else ())
+            object.__setattr__(self, "_lattice", found)
+        return found or None
+
+    def _tilted(self, th):
+        """``p e^{theta x}`` per atom, ``[len(th), atoms]``."""
+        lattice = self.lattice
+        if lattice is None:
+            return self.p[None, :] * np.exp(th[:, None] * self.x[None, :])
+        index, values = lattice
+        return self.p[None, :] * np.exp(th[:, None] * values[None, :]).take(index, axis=1)
+
     def log_mgf(self, theta):
         """Exact ``K(theta) = log E e^{theta S}`` alone (theta per lattice unit, array): what the Chernoff
         searches need, at a third of :meth:`cgf`'s work, and the same floating-point value as its ``K``."""
@@ -211,7 +233,7 @@ class _Atoms:
         starts = self.starts
         K = []
         for c in range(0, len(th), 8):  # the chunks of cgf: the same sums in the same order
-            e = self.p[None, :] * np.exp(th[c:c + 8, None] * self.x[None, :])
+            e = self._tilted(th[c:c + 8])
             K.append((self.mult * np.log(np.add.reduceat(e, starts, axis=1))).sum(axis=1))
         return np.concatenate(K)
 
@@ -221,8 +243,7 @@ class _Atoms:
         starts = self.starts
         K, K1, K2 = [], [], []
         for c in range(0, len(th), 8):  # chunks of 8 tilts keep the temporaries small
-            t = th[c:c + 8, None]
-            e = self.p[None, :] * np.exp(t * self.x[None, :])
+            e = self._tilted(th[c:c + 8])
             s0 = np.add.reduceat(e, starts, axis=1)
             s1 = np.add.reduceat(e * self.x, starts, axis=1)
             s2 = np.add.reduceat(e * self.x ** 2, starts, axis=1)
@@ -366,15 +387,23 @@ def _spectral_pass(atoms, lo, W, theta_h, M=None, n=None, n2d=None):
 
 
 def _cpow(z, m):
-    """``z ** m`` for an integer ``m >= 1`` by repeated squaring (|z| <= 1: no overflow)."""
+    """``z ** m`` for an integer ``m >= 1`` by repeated squaring (|z| <= 1: no overflow); ``z`` is not changed.
+    The products are formed in place (the same numbers as ``out * z`` and ``z * z``, without a new array each)."""
     out = None
+    z_own = False
     while True:
         if m & 1:
-            out = z.copy() if out is None else out * z
+            if out is None:
+                out = z.copy()
+            else:
+                np.multiply(out, z, out=out)
         m >>= 1
         if not m:
             return out
-        z = z * z
+        if z_own:
+            np.multiply(z, z, out=z)
+        else:
+            z, z_own = z * z, True
 
 
 def _leaf_2d(leaf, W, theta_h, M):

@@ -246,80 +246,6 @@ def min_detectable_tv(n, *, probs=None, support_size=None, alpha, power=0.99, mi
                          conditional=conditional).min_detectable_tv
 
 
-#: Relative width to which :class:`_MonotoneBracket` narrows the crossing before the doubling and bisection of
-#: :func:`samples_for` replay on it: half the bisection's own tolerance (``hi // 2000``), so that the replay
-#: evaluates at most a point or two of its own.
-BRACKET_WIDTH = 1 / 4000
-#: Secant steps :meth:`_MonotoneBracket.narrow` takes at most (from 2^17 it needs 3 to 5 on the laws of the
-#: batteries); the replay that follows is exact whatever the steps left.
-BRACKET_STEPS = 12
-
-
-class _MonotoneBracket:
-    """``ok(n) = detectable(n) <= eps`` for a ``detectable`` that decreases in ``n``, with what is known of it:
-    every ``n`` at or above the smallest ``n`` seen to pass passes, every ``n`` at or below the largest seen to
-    fail fails. :func:`samples_for`'s doubling and bisection run on it as they would on ``ok`` itself and take
-    the same steps (``ok`` is monotone), but evaluate only inside the bracket; :meth:`narrow` first closes the
-    bracket around the crossing by secant steps on ``log detectable`` against ``log n`` (``~ -1/2`` slope: the
-    ``sqrt(B) / eps^2`` rate), at 4 to 7 evaluations where the doubling and bisection take about 34."""
-
-    def __init__(self, detectable, eps):
-        self.detectable, self.eps = detectable, float(eps)
-        self.passes, self.fails = float("inf"), 0  # smallest n seen to pass, largest seen to fail
-        self.logs = {}  # n -> log(detectable(n) / eps), where detectable(n) is in (0, 1)
-        self.seen = {}  # n -> detectable(n), every point evaluated
-
-    def _evaluate(self, n: int) -> float:
-        tv = self.seen[n] = float(self.detectable(n))
-        if tv <= self.eps:
-            self.passes = min(self.passes, n)
-        else:
-            self.fails = max(self.fails, n)
-        if 0.0 < tv < 1.0:
-            self.logs[n] = float(np.log(tv / self.eps))
-        return tv
-
-    def __call__(self, n: int) -> bool:
-        if n >= self.passes:
-            return True
-        if n <= self.fails:
-            return False
-        return self._evaluate(n) <= self.eps
-
-    def _guess(self) -> float:
-        """The crossing's ``log n`` from the bracket's ends (interpolation), or extrapolated from the last
-        point(s) on one side (secant, or slope -1/2 from a single point)."""
-        ends = [n for n in (self.fails, self.passes) if n in self.logs]
-        if len(ends) < 2:
-            side = sorted(self.logs, key=lambda n: abs(self.logs[n]))[:2]
-            ends = sorted(side)
-        if len(ends) == 2 and self.logs[ends[0]] != self.logs[ends[1]]:
-            (x1, y1), (x2, y2) = ((np.log(n), self.logs[n]) for n in ends)
-            slope = min((y2 - y1) / (x2 - x1), -0.05)  # decreasing: a flat or rising pair is noise
-            return x2 - y2 / slope
-        n = ends[-1]
-        return np.log(n) + 2.0 * self.logs[n]
-
-    def narrow(self, start: int = 1 << 17) -> None:
-        """Evaluate near the guessed crossing, a hair to the side the bracket is longer on, until the bracket is
-        ``BRACKET_WIDTH`` of its upper end (or ``BRACKET_STEPS`` are spent)."""
-        n = start
-        for _ in range(BRACKET_STEPS):
-            if self.passes < float("inf") and self.passes - self.fails <= max(1, self.passes * BRACKET_WIDTH):
-                return
-            tv = self._evaluate(n)
-            if not self.logs:  # saturated (detectable 1) so far: far below the crossing
-                n = min(n * 16, 2 ** 40)
-                continue
-            crossing = float(np.exp(self._guess()))
-            below = crossing - self.fails > (self.passes - crossing if self.passes < float("inf") else 0.0)
-            n = crossing * (1.0 - BRACKET_WIDTH / 2 if below else 1.0 + BRACKET_WIDTH / 2)
-            high = self.passes - 1 if self.passes < float("inf") else 2 ** 40
-            n = int(min(max(n, self.fails + 1), high))
-            if tv <= self.eps and n >= self.passes or tv > self.eps and n <= self.fails:
-                return
-
-
 def samples_for(eps, *, probs=None, support_size=None, alpha, power=0.99, min_expected=DEFAULT_MIN_EXPECTED,
                 max_bins=DEFAULT_MAX_BINS, sampling="fixed", conditional="auto"):
     """Samples needed for :func:`identity_test` to detect every ``TV >= eps`` of the planned kinds.
@@ -328,11 +254,6 @@ def samples_for(eps, *, probs=None, support_size=None, alpha, power=0.99, min_ex
     by doubling then bisection.  It grows like ``sqrt(B) / eps^2`` for ``B`` equal
     bins (``||P||_{2/3} / eps^2`` in general), and at least until the pooling hides
     less than ``eps``.  Exactly one of ``probs`` / ``support_size`` (uniform law).
-
-    The doubling and bisection run on :class:`_MonotoneBracket` (the same steps, a few evaluations
-    instead of about 34, where ``min_detectable_tv`` decreases in ``n``); the ``n`` returned is one
-    seen to pass, else (the pooling can make ``min_detectable_tv`` rise by a hair as ``n`` grows)
-    the search is redone point by point.
     """
     probs, support_size, alpha, power = _plan_iv(probs, support_size, alpha, power, sampling, conditional)
     try:
@@ -343,19 +264,9 @@ def samples_for(eps, *, probs=None, support_size=None, alpha, power=0.99, min_ex
         raise ValueError(f"`eps` must be a TV distance in (0, 1]; got {eps!r}.")
     pooler = _pooler(probs, support_size, min_expected, max_bins)
 
-    def detectable(n):
-        return _detect(pooler(n), n, alpha, power, sampling, conditional).min_detectable_tv
+    def ok(n):
+        return _detect(pooler(n), n, alpha, power, sampling, conditional).min_detectable_tv <= eps
 
-    fast = _MonotoneBracket(detectable, eps)
-    fast.narrow()
-    hi = _doubling_bisection(fast, eps)
-    if fast.seen.get(hi, detectable(hi)) > eps:  # ``detectable`` is not monotone here: search it point by point
-        hi = _doubling_bisection(lambda n: detectable(n) <= eps, eps)
-    return int(hi)
-
-
-def _doubling_bisection(ok, eps) -> int:
-    """The smallest ``n`` with ``ok(n)``, to ``1 / 2000`` of it: doubling from 16, then bisection."""
     hi = 16
     while not ok(hi):
         hi *= 2
@@ -369,4 +280,4 @@ def _doubling_bisection(ok, eps) -> int:
             hi = mid
         else:
             lo = mid
-    return hi
+    return int(hi)

@@ -60,44 +60,6 @@ class TestSamplesFor:
             poisson = samples_for(0.05, support_size=k, alpha=1e-3, sampling="poisson")
             assert auto <= (1 - saving) * penalized and poisson <= auto
 
-    @pytest.mark.parametrize("eps,kw", [
-        (0.06, {"support_size": 64, "alpha": 1e-3 / 80}), (0.3, {"support_size": 3, "alpha": 0.01}),
-        (0.5, {"support_size": 2, "alpha": 0.05}), (0.01, {"support_size": 876, "alpha": 1e-6}),
-        (0.05, {"probs": zipf(20, 1.3), "alpha": 1e-5}), (0.1, {"probs": zipf(120, 0.7), "alpha": 1e-8})])
-    def test_the_bracketed_search_returns_what_doubling_and_bisection_return(self, eps, kw):
-        """samples_for evaluates a few points near the crossing and replays its doubling and bisection on what
-        they show; its answer is the plain search's, point by point (0.01 at 876 cells: min_detectable_tv rises
-        by a hair between two of its points there, and the search falls back to the plain one)."""
-        from specdec_check.stats import _power
-
-        probs, support_size, alpha, power = _power._plan_iv(kw.get("probs"), kw.get("support_size"), kw["alpha"],
-                                                            0.99, "fixed", "auto")
-        pooler = _power._pooler(probs, support_size, _power.DEFAULT_MIN_EXPECTED, _power.DEFAULT_MAX_BINS)
-        evaluated = []
-
-        def ok(n):
-            evaluated.append(n)
-            return _power._detect(pooler(n), n, alpha, power, "fixed", "auto").min_detectable_tv <= eps
-
-        assert samples_for(eps, **kw) == _power._doubling_bisection(ok, eps)
-        assert len(evaluated) >= 8  # the plain search evaluated point by point (what the bracket saves)
-
-    def test_the_bracket_narrows_in_a_few_evaluations(self):
-        """At 59 equal cells and TV 1e-3 (a token scenario's plan) the crossing is bracketed to 1/4000 in at most
-        8 evaluations; doubling and bisection took 34."""
-        from specdec_check.stats import _power
-
-        seen = []
-
-        def detectable(n):
-            seen.append(n)
-            return _power.min_detectable_tv(n, support_size=59, alpha=1e-4 / 22)
-
-        bracket = _power._MonotoneBracket(detectable, 1e-3)
-        bracket.narrow()
-        assert len(seen) <= 8 and bracket.passes - bracket.fails <= bracket.passes * _power.BRACKET_WIDTH
-        assert bracket.fails in bracket.seen and bracket.passes in bracket.seen
-
     def test_large_support(self):
         assert samples_for(0.05, support_size=10 ** 5, alpha=1e-10) > 0
 

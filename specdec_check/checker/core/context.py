@@ -39,6 +39,9 @@ class ScenarioPlan:
     repro: str
     part: int = 0
     parts: int = 1
+    #: The driver's sample-size plans (:func:`~specdec_check.checker.core.planning.known_plans`), so that a worker
+    #: running this scenario's shards does not compute them again.
+    sample_plans: tuple = ()
 
     @property
     def names(self) -> frozenset:

@@ -31,6 +31,7 @@ __all__ = ["Guard", "TRACEBACK_LINES", "format_traceback"]
 #: calls; one whose write depends on the data is seen on one call in WATCH_EVERY of those where it writes; and
 #: numpy inputs are read-only besides (a write raises at once, on every call). Hashing every input of every
 #: call cost 18% of a token-sampler run and 12% of the chain battery's CPU (issue 31).
+#: (A later shard of a split scenario runs calls after the first shard's: it watches one in WATCH_EVERY only.)
 WATCH_ALL = 64
 WATCH_EVERY = 8
 #: ... and the first WATCH_ALL calls are all watched only while they hand over less than this many bytes in all:
@@ -85,7 +86,8 @@ class Guard:
         ``raw_output``: ``parse`` gets the output as returned (a tuple of arrays: it copies and moves them itself)."""
         ctx, backend = self.ctx, self.backend
         self.calls += 1
-        early = self.calls <= WATCH_ALL and self.watched_bytes < WATCH_BYTES
+        # a scenario's first calls are in its first shard: a later shard watches one call in WATCH_EVERY only
+        early = self.calls <= WATCH_ALL and self.watched_bytes < WATCH_BYTES and not getattr(ctx, "part", 0)
         watch = ctx.selected("contract") and (early or self.calls % WATCH_EVERY == 0)
         before = self._fingerprints(draw, kwargs) if watch else None
         if before is not None:

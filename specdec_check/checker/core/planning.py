@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
-import functools
-
 from ... import stats
 
-__all__ = ["achieved_resolution", "planned_samples"]
+__all__ = ["achieved_resolution", "known_plans", "planned_samples", "remember_plans"]
+
+#: ``(design TV, support, alpha) -> samples``: the plans made in this process. A battery plans a few distinct
+#: triples, each a pure function of its arguments that costs up to a second or two (a token scenario's at TV
+#: 1e-3), so the driver's plans travel with the shards (:func:`known_plans`) and a worker does not redo them.
+_PLANS: dict = {}
 
 
-@functools.lru_cache(maxsize=256)  # a battery plans a few distinct (TV, support, alpha) triples
 def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
     """:func:`specdec_check.stats.samples_for` for a uniform law, memoised: every scenario of a
     battery plans with the same arguments, and the plan is a pure function of them."""
-    return int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
+    key = (float(design_tv), int(support_size), float(alpha))
+    hit = _PLANS.get(key)
+    if hit is None:
+        hit = _PLANS[key] = int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
+    return hit
+
+
+def known_plans() -> tuple:
+    """The plans made in this process, as ``((design TV, support, alpha), samples)`` pairs (picklable)."""
+    return tuple(_PLANS.items())
+
+
+def remember_plans(plans) -> None:
+    """Take plans made elsewhere (:func:`known_plans` of the driver): the same function of the same arguments."""
+    _PLANS.update(plans)
 
 
 def achieved_resolution(records) -> float | None:

@@ -17,7 +17,7 @@ from .context import ScenarioContext, ScenarioPlan
 from .diagnosis import diagnose
 from .loop import conclude, run_scenario
 from .parts import concluded, merge_part, part_seed
-from .planning import achieved_resolution
+from .planning import achieved_resolution, known_plans
 from .report import CheckReport
 from .repro import repro_command
 from .shards import resolves_to, run_sharded, shard_label
@@ -100,7 +100,8 @@ def _plans(kind, scenarios, options, ledger) -> list:
         plan = ScenarioPlan(scenario, tuple(kind.plan(scenario, options)), options, ledger.total, ledger.planned,
                             seed, repro)
         plans.append(dataclasses.replace(plan, parts=parts_of(kind, plan, ledger)))
-    return plans
+    known = known_plans()
+    return [dataclasses.replace(plan, sample_plans=known) for plan in plans]
 
 
 def _prepared(kind, sampler, scenarios, options) -> tuple:

@@ -84,7 +84,10 @@ def _context(shard):
     from ... import stats
     from .context import ScenarioContext
 
+    from .planning import remember_plans
+
     plan = shard.plan
+    remember_plans(plan.sample_plans)
     options = plan.options
     if options.device_template is not None:
         from ..backends import make_backend

@@ -30,6 +30,9 @@ PLAN_MARGIN = 1.25
 #: Outputs per unit of the design TV a support-only scenario draws: ln(1e8), so a token outside the support
 #: that the kernel emits with probability at least the design TV is seen with probability 1 - 1e-8.
 SUPPORT_SIGHTINGS = 18.42
+#: Codes of an output that is not counted in a cell: a token of an undetermined row's support, a token outside
+#: its row's support (an impossible event).
+UNCOUNTED, OUTSIDE = -1, -2
 
 
 class TokenStep:
@@ -87,6 +90,13 @@ class TokenLawCheck(Check):
         self.determined = ~laws.ambiguous
         self.counts.ambiguous_rows = int(laws.ambiguous.sum())
         self.support = probs.size
+        # One gather per output: its cell (>= 0), a token of an undetermined row's support (UNCOUNTED), or a
+        # token outside its row's support (OUTSIDE).
+        codes = np.where(laws.support, UNCOUNTED, OUTSIDE).astype(np.int32 if probs.size < 2**31 else np.int64)
+        counted = self.cell_of >= 0
+        codes[counted] = self.cell_of[counted]
+        self.code_of = codes.ravel()
+        self.vocab = laws.law.shape[1]
         if "token_law" not in ctx.planned or probs.size < 2:
             return  # no determined row, or one outcome in all: the support check is the whole test
         alpha = ctx.spend("token_law") if spend else ctx.ledger.per_check
@@ -118,23 +128,24 @@ class TokenLawCheck(Check):
         return int(max(1, min(calls, mode.max_law_calls, by_cells)))
 
     def absorb(self, step) -> bool:
-        ctx, s = self.ctx, self.ctx.scenario
         rows, tokens = step.rows, step.tokens
-        outside = ~self.laws.support[rows, tokens]
+        codes = self.code_of.take(rows * self.vocab + tokens)
         self.counts.outputs += int(rows.size)
-        if outside.any():
+        if rows.size and codes.min() == OUTSIDE:
+            outside = codes == OUTSIDE
             self._impossible(int(np.flatnonzero(outside)[0]), rows, tokens, int(outside.sum()))
             return False
         if self.tally is None:
             return True
-        keep = self.determined[rows]
-        rows, tokens = rows[keep], tokens[keep]
+        if self.counts.ambiguous_rows:
+            keep = codes != UNCOUNTED
+            rows, tokens, codes = rows[keep], tokens[keep], codes[keep]
         if isinstance(self.tally, PitTally):
             law = self.laws.law
             u = (self.below[rows, tokens] + self.pit_rng.random(rows.size) * law[rows, tokens]).clip(0.0, 1.0 - 1e-16)
             self.tally.add_uniforms(u)
         else:
-            self.tally.add_codes(self.cell_of[rows, tokens])
+            self.tally.add_codes(codes)
         return True
 
     def _impossible(self, i, rows, tokens, count) -> None:

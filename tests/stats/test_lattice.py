@@ -100,6 +100,21 @@ class TestPoissonLaw:
         np.testing.assert_allclose(x2[sel], x1[sel], rtol=1e-6)
 
 
+@pytest.mark.parametrize("mu,lattice", [(5e5 * zipf(59, 0.5), True), (np.full(3, 4.0), False)],
+                         ids=["59 leaves at n 3e7", "3 equal bins"])
+def test_the_log_mgf_is_the_cgf_and_the_per_atom_sum_number_for_number(mu, lattice):
+    """K(theta) of a law's atoms three ways: log_mgf, cgf's K, and p e^{theta x} formed per atom. They are the
+    same floating-point numbers (a faster path that moved a p-value's last digit would change reports), and the
+    per-value table of e^{theta x} is used where the atoms take few distinct values (many leaves)."""
+    atoms = L._atoms(L.z_table(mu, (mu / mu.max()) ** (1 / 3)))
+    assert (atoms.lattice is not None) == lattice
+    theta = np.geomspace(1e-6, 0.5 / max(1.0, float(atoms.x.max())), 21)
+    direct = np.array([(atoms.mult * np.log(np.add.reduceat(atoms.p * np.exp(t * atoms.x), atoms.starts))).sum()
+                       for t in theta])
+    np.testing.assert_array_equal(atoms.log_mgf(theta), direct)
+    np.testing.assert_array_equal(atoms.cgf(theta)[0], direct)
+
+
 class TestConditionalLaw:
     CASES = [(np.array([0.3, 0.7]), 40), (np.array([0.2, 0.3, 0.5]), 30), (np.full(3, 1 / 3), 60),
              (np.array([0.05, 0.15, 0.8]), 45)]

@@ -1,9 +1,10 @@
 """Guard for refactors: the same seed gives the same report JSON (timings aside), for every kind.
 
 Runs every sampler kind's bundled references (chain verifier under both rules, decode loop, the
-three tree schemes, the ragged convention; the torch references of the chain, tree and ragged
-kinds in quick mode) and every entry of every catalogue (chain, rule, tree, ragged: each under
-its own rule and scheme) in the given modes, and saves or compares the reports::
+three tree schemes, the ragged convention, the token sampler; the torch references of the chain,
+tree and ragged kinds in quick mode) and every entry of every catalogue (chain, rule, tree, ragged:
+each under its own rule and scheme; the token-sampler catalogue in quick mode) in the given modes,
+and saves or compares the reports::
 
     python benchmarks/report_equality.py save /tmp/before --modes quick default
     python benchmarks/report_equality.py compare /tmp/before --modes quick default
@@ -49,7 +50,7 @@ def _normalise(value):
 def _entries(mode):
     """``(name, kind, sampler, keywords)`` of every report the guard compares in ``mode``."""
     from specdec_check import samplers
-    from specdec_check.bugs import catalogue, ragged_catalogue, tree_catalogue
+    from specdec_check.bugs import catalogue, ragged_catalogue, token_catalogue, tree_catalogue
 
     yield "reference-verifier", "verifier", samplers.numpy_verify, {}
     yield "reference-verifier-any", "verifier", samplers.numpy_verify, {"rule": "any"}
@@ -74,6 +75,11 @@ def _entries(mode):
         yield f"tree-{e.name}", "tree_verifier", e.sampler, {"drafting": e.drafting, "rule": e.check_rule}
     for e in ragged_catalogue():
         yield f"ragged-{e.name}", "ragged_verifier", e.sampler, {}
+    yield "reference-token-sampler", "token_sampler", samplers.numpy_sample, {}
+    if mode == "quick":  # in default mode a failing entry still plans its whole battery (~1 min each)
+        for e in token_catalogue():
+            kind = "draft_consistency" if e.kind == "draft_sampler" else "token_sampler"
+            yield f"token-{e.name}", kind, e.sampler, {}
 
 
 def _report(kind, sampler, mode, seed, keywords):
@@ -81,7 +87,7 @@ def _report(kind, sampler, mode, seed, keywords):
 
     from specdec_check import checker
 
-    check = getattr(checker, f"check_{kind}")
+    check = getattr(checker, f"check_{kind}")  # check_verifier ... check_token_sampler, check_draft_consistency
     if isinstance(sampler, str):
         sampler = pkgutil.resolve_name(sampler)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import time
@@ -17,9 +18,10 @@ from .context import ScenarioContext, ScenarioPlan
 from .diagnosis import diagnose
 from .loop import conclude, run_scenario
 from .parts import concluded, merge_part, part_seed
-from .planning import achieved_resolution, known_plans
+from .planning import achieved_resolution, known_plans, remember_plans
 from .report import CheckReport
 from .repro import repro_command
+from .executors import ShardRunner
 from .shards import resolves_to, run_sharded, shard_label
 from .verdict import by_cause, evidence_gaps
 
@@ -89,19 +91,29 @@ def _run_here(kind, sampler, plans, ledger, progress):
         yield ctx.outcome(), functools.partial(diagnose, kind, ctx, sampler)
 
 
-def _plans(kind, scenarios, options, ledger) -> list:
-    """Every scenario's :class:`ScenarioPlan`: its tests, its stream, its repro line, its shards."""
+def _plans(kind, scenarios, options, ledger, runner=None) -> list:
+    """Every scenario's :class:`ScenarioPlan`: its tests, its stream, its repro line, its shards (planned side by
+    side on ``runner``'s executor where there is one: :func:`~.shards.planned_on`)."""
     seeds = scenario_seeds(options.seed, [s.name for s in scenarios])
     defaults = {id(s) for s in kind.default_battery()}  # those reproduce with --scenario NAME alone
     no_source = dataclasses.replace(options, scenarios_source=None)
     plans = []
     for scenario, seed in zip(scenarios, seeds):
         repro = repro_command(kind, no_source if id(scenario) in defaults else options, scenario.name)
-        plan = ScenarioPlan(scenario, tuple(kind.plan(scenario, options)), options, ledger.total, ledger.planned,
-                            seed, repro)
-        plans.append(dataclasses.replace(plan, parts=parts_of(kind, plan, ledger)))
+        plans.append(ScenarioPlan(scenario, tuple(kind.plan(scenario, options)), options, ledger.total,
+                                  ledger.planned, seed, repro))
+    if runner is not None and kind.splittable and len(plans) > 1:
+        from .shards import planned_on
+
+        worker_options = dataclasses.replace(options, executor=None, progress=None, monitor=None)
+        planned = planned_on(runner, kind, [dataclasses.replace(p, options=worker_options) for p in plans])
+        for _, made in planned:
+            remember_plans(made)
+        parts = [count for count, _ in planned]
+    else:
+        parts = [parts_of(kind, plan, ledger) for plan in plans]
     known = known_plans()
-    return [dataclasses.replace(plan, sample_plans=known) for plan in plans]
+    return [dataclasses.replace(plan, parts=count, sample_plans=known) for plan, count in zip(plans, parts)]
 
 
 def _prepared(kind, sampler, scenarios, options) -> tuple:
@@ -152,16 +164,20 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     if monitor is not None:
         monitor.run_started(dict(header, checks=list(header["checks"])), [s.name for s in scenarios])
     started = time.perf_counter()
-    plans = _plans(kind, scenarios, options, ledger)
+    plans = _plans(kind, scenarios, options, ledger) if options.executor is None else None
     findings, records, summaries, samples = [], [], [], 0
     diagnosed = not any(kind.diagnosable(s) for s in scenarios)
     # The backend's settings for the run (torch on the CPU: one thread) and one BLAS thread, here and in
     # every shard, so the arithmetic (and the report) is the same whatever runs the scenarios.
-    with one_blas_thread(), backend.running():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(one_blas_thread())
+        stack.enter_context(backend.running())
         if options.executor is None:
             finished = _run_here(kind, sampler, plans, ledger, progress)
-        else:  # the same scenarios as shards on the executor, handed back in battery order
-            finished = run_sharded(kind, sampler, plans, options, ledger, progress)
+        else:  # planned, then run as shards on the executor, handed back in battery order
+            runner = stack.enter_context(ShardRunner(options.executor))
+            plans = _plans(kind, scenarios, options, ledger, runner)
+            finished = run_sharded(kind, sampler, plans, options, ledger, progress, runner=runner)
         for i, (outcome, diagnosis) in enumerate(finished):
             if options.executor is not None:
                 for label in outcome.spent:  # the worker's spending, in the run's ledger

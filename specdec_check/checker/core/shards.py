@@ -18,6 +18,7 @@ worker that died (an owned pool only: a shard's result depends on its seed alone
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -121,6 +122,29 @@ def run_shard(shard: ScenarioShard):
     return _outcome_of(shard, ctx, ctx.evidence)
 
 
+@sendable
+def plan_shard(shard: ScenarioShard) -> tuple:
+    """``(parts, sample-size plans)`` of ``shard``'s scenario, planned on a worker: the number of shards its plan
+    splits it into (:func:`~specdec_check.checker.core.session.parts_of`), and the plans that cost (side by side
+    on the workers where they would run one after another in the driver)."""
+    from ... import stats
+    from .planning import known_plans
+    from .session import parts_of
+
+    plan = shard.plan
+    with one_blas_thread():
+        parts = parts_of(shard.kind, plan, stats.AlphaLedger(plan.alpha, planned=plan.planned))
+    return parts, known_plans()
+
+
+def planned_on(runner, kind, plans) -> list:
+    """``plans`` (each scenario's, not yet split) planned side by side on ``runner``'s executor: ``(parts, sample
+    plans)`` per plan, in order (the driver's planning, which costs ~1.5 s per token scenario at TV 1e-3)."""
+    shards = [ScenarioShard(i, kind, None, None, plan) for i, plan in enumerate(plans)]
+    _check_picklable(shards)
+    return list(runner.results(plan_shard, shards))
+
+
 def _outcome_of(shard, ctx, evidence=None):
     outcome = ctx.outcome(evidence, _where())
     outcome.index = shard.index
@@ -171,14 +195,15 @@ def _check_picklable(shards) -> None:
                             "(executor=None).") from None
 
 
-def run_sharded(kind, sampler, plans, options, ledger, progress=None):
+def run_sharded(kind, sampler, plans, options, ledger, progress=None, runner=None):
     """Run every scenario as shards on ``options.executor``; yield ``(outcome, diagnosis)`` in battery order.
 
     A scenario is ``plan.parts`` shards (block ranges of its law loop, seeded by
     :func:`~specdec_check.checker.core.parts.part_seed`); they run side by side and merge in shard order
     (:func:`~specdec_check.checker.core.parts.merge_part`) until the scenario is concluded (it stopped, or a merged
     e-process rejected): the later shards are then cancelled. ``diagnosis(outcome)`` runs the kind's diagnosis of
-    that scenario's failure on the executor, updates ``outcome.findings`` and returns whether it ran.
+    that scenario's failure on the executor, updates ``outcome.findings`` and returns whether it ran. ``runner``:
+    a :class:`~specdec_check.checker.core.executors.ShardRunner` already started (the driver's planning used it).
     """
     from .parts import part_seed
 
@@ -193,7 +218,7 @@ def run_sharded(kind, sampler, plans, options, ledger, progress=None):
                                         dataclasses.replace(plan, seed=part_seed(plan.seed, part), part=part)))
     _check_picklable(shards)
     dropped: set = set()
-    with ShardRunner(options.executor) as runner:
+    with contextlib.nullcontext(runner) if runner is not None else ShardRunner(options.executor) as runner:
         results = runner.results(run_shard, shards, progress=progress, dropped=dropped)
         for plan, start in zip(plans, first):
             head_shard, outcome = shards[start], next(results)

@@ -779,7 +779,11 @@ def chernoff_conditional_law(table, n):
         ls[d] = special.logsumexp(lw, axis=1)
         w = np.exp(lw - ls[d][:, None])
         G = len(theta)
-        arr = np.bincount((np.arange(G)[:, None] * M + (N % M)[None, :]).ravel(), w.ravel(), G * M).reshape(G, M)
+        if len(N) <= M:  # consecutive counts fall on distinct places mod M: placed, not summed (the same numbers)
+            arr = np.zeros((G, M))
+            arr[:, N % M] = w
+        else:
+            arr = np.bincount((np.arange(G)[:, None] * M + (N % M)[None, :]).ravel(), w.ravel(), G * M).reshape(G, M)
         f = _cpow(sfft.fft(arr, axis=1), mult[d])
         acc = f if acc is None else acc * f
         b = table.leaf_rep[d]

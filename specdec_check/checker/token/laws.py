@@ -108,7 +108,8 @@ class TokenLawCheck(Check):
             self.tally = PitTally(s.name, "token_law", bins=ctx.mode.pit_bins, alpha=alpha,
                                   resolution=ctx.mode.design_tv)
             cdf = np.cumsum(laws.law, axis=1)
-            self.below = cdf - laws.law  # mass of the tokens before each token
+            self.below = (cdf - laws.law).ravel()  # mass of the tokens before each token, per (row, token)
+            self.mass = np.ascontiguousarray(laws.law).ravel()
             self.pit_rng = np.random.default_rng(ctx.rng.integers(2**63))
             self.support = ctx.mode.pit_bins
 
@@ -129,7 +130,8 @@ class TokenLawCheck(Check):
 
     def absorb(self, step) -> bool:
         rows, tokens = step.rows, step.tokens
-        codes = self.code_of.take(rows * self.vocab + tokens)
+        flat = rows * self.vocab + tokens
+        codes = self.code_of.take(flat)
         self.counts.outputs += int(rows.size)
         if rows.size and codes.min() == OUTSIDE:
             outside = codes == OUTSIDE
@@ -139,10 +141,10 @@ class TokenLawCheck(Check):
             return True
         if self.counts.ambiguous_rows:
             keep = codes != UNCOUNTED
-            rows, tokens, codes = rows[keep], tokens[keep], codes[keep]
+            flat, codes = flat[keep], codes[keep]
         if isinstance(self.tally, PitTally):
-            law = self.laws.law
-            u = (self.below[rows, tokens] + self.pit_rng.random(rows.size) * law[rows, tokens]).clip(0.0, 1.0 - 1e-16)
+            below, mass = self.below.take(flat), self.mass.take(flat)
+            u = (below + self.pit_rng.random(flat.size) * mass).clip(0.0, 1.0 - 1e-16)
             self.tally.add_uniforms(u)
         else:
             self.tally.add_codes(codes)

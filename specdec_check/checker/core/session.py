@@ -16,12 +16,12 @@ from ..backends.blas import one_blas_thread
 from .callables import check_sampler, qualified_name
 from .context import ScenarioContext, ScenarioPlan
 from .diagnosis import diagnose
+from .executors import ShardRunner
 from .loop import conclude, run_scenario
 from .parts import concluded, merge_part, part_seed
 from .planning import achieved_resolution, known_plans, remember_plans
 from .report import CheckReport
 from .repro import repro_command
-from .executors import ShardRunner
 from .shards import resolves_to, run_sharded, shard_label
 from .verdict import by_cause, evidence_gaps
 

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .context import ScenarioContext
 from .tally import merge_evidence
 
-__all__ = ["PartEvidence", "concluded", "merge_part", "part_seed", "shard_calls", "whole"]
+__all__ = ["PartEvidence", "concluded", "merge_part", "part_seed", "parts_of", "shard_calls", "whole"]
 
 
 @dataclass
@@ -84,3 +85,10 @@ def merge_part(ctx, later) -> None:
     ctx.calls += later.calls
     if later.stopped:
         recorder.stop()
+
+
+def parts_of(kind, plan, ledger) -> int:
+    """How many shards ``plan``'s scenario runs in (fixed by the plan, whatever runs them)."""
+    if not kind.splittable:
+        return 1
+    return int(kind.law_plan(ScenarioContext(kind, plan, ledger, None))[1])

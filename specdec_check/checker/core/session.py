@@ -18,7 +18,7 @@ from .context import ScenarioContext, ScenarioPlan
 from .diagnosis import diagnose
 from .executors import ShardRunner
 from .loop import conclude, run_scenario
-from .parts import concluded, merge_part, part_seed
+from .parts import concluded, merge_part, part_seed, parts_of
 from .planning import achieved_resolution, known_plans, remember_plans
 from .report import CheckReport
 from .repro import repro_command
@@ -51,13 +51,6 @@ def scenario_seeds(seed: int, names) -> list:
         streams.append(np.random.SeedSequence([int(seed), zlib.crc32(name.encode("utf-8", "surrogatepass")),
                                                occurrence]))
     return streams
-
-
-def parts_of(kind, plan, ledger) -> int:
-    """How many shards ``plan``'s scenario runs in (fixed by the plan, whatever runs them)."""
-    if not kind.splittable:
-        return 1
-    return int(kind.law_plan(ScenarioContext(kind, plan, ledger, None))[1])
 
 
 def _run_here(kind, sampler, plans, ledger, progress):

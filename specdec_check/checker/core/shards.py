@@ -125,11 +125,11 @@ def run_shard(shard: ScenarioShard):
 @sendable
 def plan_shard(shard: ScenarioShard) -> tuple:
     """``(parts, sample-size plans)`` of ``shard``'s scenario, planned on a worker: the number of shards its plan
-    splits it into (:func:`~specdec_check.checker.core.session.parts_of`), and the plans that cost (side by side
+    splits it into (:func:`~specdec_check.checker.core.parts.parts_of`), and the plans that cost (side by side
     on the workers where they would run one after another in the driver)."""
     from ... import stats
     from .planning import known_plans
-    from .session import parts_of
+    from .parts import parts_of
 
     plan = shard.plan
     with one_blas_thread():

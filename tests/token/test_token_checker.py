@@ -122,6 +122,21 @@ def test_a_drafter_that_samples_bf16_logits_but_returns_float32_q_fails_and_the_
     assert bad.findings[0].repro.startswith("check_draft_consistency(")
 
 
+def test_a_drafter_scenario_longer_than_a_shard_runs_whole():
+    """The drafter's law check does not merge across shards: a scenario planning more outputs than the mode's
+    shard_rows runs in one piece (before, default mode raised "ran in 19 shard(s) where its plan made 1")."""
+    import dataclasses
+
+    from specdec_check._settings import TOKEN_MODES
+    from specdec_check.bugs import control_draft_consistent
+
+    generic = [s for s in default_draft_battery(TokenProcessing(order=("temperature",))) if s.name == "generic-v32"]
+    mode = dataclasses.replace(TOKEN_MODES["quick"], shard_rows=2 * generic[0].outputs_per_call())
+    report = check_draft_consistency(control_draft_consistent, scenarios=generic, mode=mode, seed=0)
+    assert report.verdict == "passed", report.summary()
+    assert report.scenarios[0].samples > 4 * mode.shard_rows
+
+
 def test_a_drafter_with_a_separate_law_function_is_held_to_it():
     def tokens_only(*, logits, temperature, generator):
         z = np.asarray(logits) / np.asarray(temperature)[:, None]

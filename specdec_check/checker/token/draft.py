@@ -184,6 +184,10 @@ class DraftKind(TokenKind):
     has_command = False
     option_kind = "token_sampler"  # the same options as a token sampler's
     api_function = "check_draft_consistency"
+    #: Run whole: the drafter's law check keeps each row's first q and its (row, token) counts, which do not merge
+    #: across shards (as a split token scenario's tallies do). Inherited from the token kind, default mode split
+    #: a drafter scenario into 19 shards its plan did not make, and the run raised.
+    splittable = False
 
     def __init__(self, processing: TokenProcessing = DRAFT_PROCESSING, draft_law=None):
         super().__init__(processing)

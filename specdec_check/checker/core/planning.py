@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import stats
+from . import plan_cache
 
 __all__ = ["achieved_resolution", "known_plans", "planned_samples", "remember_plans"]
 
@@ -13,12 +14,17 @@ _PLANS: dict = {}
 
 
 def planned_samples(design_tv: float, support_size: int, alpha: float) -> int:
-    """:func:`specdec_check.stats.samples_for` for a uniform law, memoised: every scenario of a
-    battery plans with the same arguments, and the plan is a pure function of them."""
+    """:func:`specdec_check.stats.samples_for` for a uniform law, memoised in this process and on disk
+    (:mod:`.plan_cache`): every scenario of a battery plans with the same arguments, and the plan is a pure
+    function of them."""
     key = (float(design_tv), int(support_size), float(alpha))
     hit = _PLANS.get(key)
     if hit is None:
-        hit = _PLANS[key] = int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
+        hit = plan_cache.load(key)  # kept on disk by an earlier run (:mod:`.plan_cache`)
+        if hit is None:
+            hit = int(stats.samples_for(design_tv, support_size=support_size, alpha=alpha))
+            plan_cache.store(key, hit)
+        _PLANS[key] = hit
     return hit
 
 

@@ -203,7 +203,7 @@ def section_overhead(rep, args):
         results[n] = r
         rows.append([fmt_int(n), fmt_int(r["rows"]), r["calls"], fmt_s(r["total"]), fmt_s(r["verifier"]),
                      fmt_s(r["draw"]), fmt_s(r["checker"] - r["draw"]), f"**{r['overhead']:.2f}x**",
-                     f"{r['tests_overhead']:.2f}x", "pass" if r["report"].passed else "FAIL"])
+                     f"{r['tests_overhead']:.2f}x", r["report"].verdict])  # inconclusive: the sample cap binds
     lines = [HEADINGS["overhead"], "",
              f"numpy_verify on one scenario (low-acceptance Markov pair, V=32, gamma=4, {per_call:,} rows per call), "
              "every check on. The verifier is wrapped to time its own calls. Overhead = (checker's total elapsed - "

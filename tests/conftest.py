@@ -12,10 +12,19 @@ contract (the screen and oracle tests of every catalogued bug, quick-mode runs o
 the contract and law-test units). What the fast tier keeps of the full suite is measured, not assumed:
 coverage.py and ``benchmarks/fault_check.py`` (notes in the README's "Two commands" section). A listed
 name that no longer matches a collected test is an error, so the list cannot silently rot.
+
+Plans: the suite keeps its sample-size plans (:mod:`specdec_check.checker.core.plan_cache`) in a folder of its
+own, made when this file is imported by the first process (xdist workers and the CLI's subprocesses inherit the
+variable), never in the user's cache.
 """
+
+import os
+import tempfile
 
 import pytest
 from hypothesis import settings
+
+os.environ.setdefault("SPECDEC_CHECK_CACHE_DIR", tempfile.mkdtemp(prefix="specdec-check-suite-plans-"))
 
 settings.register_profile("specdec-check-suite", derandomize=True, database=None, deadline=None)
 settings.load_profile("specdec-check-suite")

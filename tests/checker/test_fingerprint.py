@@ -40,3 +40,15 @@ def test_the_same_words_in_another_shape_or_dtype_are_another_fingerprint():
     ints = np.arange(BIG + 3, dtype=np.int64)
     assert backend.fingerprint(ints) != backend.fingerprint(ints.view(np.uint64))
     assert backend.fingerprint(ints[:-3].reshape(-1, BIG // 2)) != backend.fingerprint(ints[:-3].reshape(BIG // 2, -1))
+
+
+@pytest.mark.parametrize("write", [np.negative, lambda a: 2.0 * a, lambda a: 0.5 * a],
+                         ids=["negate all", "double all", "halve all"])
+@pytest.mark.parametrize("shape", [(BIG + 1,), (BIG // 8 + 2, 8), (2 * BIG,)], ids=["odd vector", "rows", "even vector"])
+def test_structured_writes_over_a_big_array_change_the_fingerprint(write, shape):
+    """Writes that change many 64-bit words by the same power of two (a sign flip is 2^63, a doubling moves the
+    exponent bits) must not cancel in the words digest: before the mixer, negating an array of even length, or
+    doubling 131,800 rows of logits, kept the fingerprint."""
+    backend = make_backend("numpy")
+    array = np.random.default_rng(4).standard_normal(shape)
+    assert backend.fingerprint(write(array)) != backend.fingerprint(array)

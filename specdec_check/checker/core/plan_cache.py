@@ -4,9 +4,9 @@ A plan (:func:`~specdec_check.stats.samples_for` for a uniform law) is a pure fu
 support, alpha)``, of the planner's code and of numpy's and scipy's arithmetic, and costs up to 1.5 s at a token
 scenario's TV 1e-3 (about 34 exact calibrations at n ~ 3e7): a run that is repeated (the usual loop: change a
 kernel, check it again) plans the same triples again. They are kept in one JSON file, keyed by a digest of the
-planner's source files and the numpy and scipy versions, so a change to any of them starts a fresh file; a file
-that cannot be read is ignored and one that cannot be written is not (the plan is then computed per process, as
-without the cache).
+planner's source files and the specdec-check, numpy and scipy versions, so a change to any of them starts a fresh
+file; a file that cannot be read is ignored and one that cannot be written is not (the plan is then computed per
+process, as without the cache). Two processes writing at once can drop each other's new entry: it is planned again.
 
 Where: ``$SPECDEC_CHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/specdec-check``, else ``~/.cache/specdec-check``;
 ``SPECDEC_CHECK_CACHE_DIR=off`` keeps plans in memory only.
@@ -50,7 +50,9 @@ def planner_key() -> str:
 
     from ... import stats
 
-    digest = hashlib.sha256(f"numpy {numpy.__version__} scipy {scipy.__version__}".encode())
+    from ... import __version__
+
+    digest = hashlib.sha256(f"specdec-check {__version__} numpy {numpy.__version__} scipy {scipy.__version__}".encode())
     folder = Path(stats.__file__).parent
     for name in PLANNER_SOURCES:
         path = folder / name
@@ -70,7 +72,7 @@ def _read(path: Path) -> dict:
         return {}
     if not isinstance(data, dict) or data.get("planner") != planner_key() or not isinstance(data.get("plans"), dict):
         return {}
-    return {k: v for k, v in data["plans"].items() if isinstance(v, int) and v > 0}
+    return {k: v for k, v in data["plans"].items() if type(v) is int and v > 0}  # not a bool
 
 
 def load(key: tuple) -> int | None:
@@ -94,6 +96,7 @@ def store(key: tuple, samples: int) -> None:
     try:
         with os.fdopen(handle, "w") as file:
             json.dump({"planner": planner_key(), "plans": plans}, file, sort_keys=True)
+        os.chmod(temporary, 0o644)  # mkstemp makes it private: a shared cache folder stays readable
         os.replace(temporary, path)
     except OSError:
         with contextlib.suppress(OSError):

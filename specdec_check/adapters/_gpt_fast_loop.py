@@ -61,6 +61,11 @@ def gpt_fast_models(target, draft):
     return GptFastModel(target, target.vocab_size), GptFastModel(draft, draft.vocab_size)
 
 
+def _is_gpt_fast_module(model) -> bool:
+    """A model with gpt-fast's own interface (its real ``Transformer``): handed to gpt-fast's code as it is."""
+    return isinstance(model, torch.nn.Module) and callable(getattr(model, "setup_caches", None))
+
+
 def _row_seeds(generator, n: int) -> list:
     if isinstance(generator, torch.Generator):
         return draw_seeds(generator, n)
@@ -104,8 +109,11 @@ def from_gpt_fast_generate(fn, **sampling_kwargs):
     interactive, draft_model, speculate_k, ...)`` and, since the batched-generation commit 61c193d,
     ``(model, prompt, max_new_tokens, batch_size, *, ...)``) or its ``speculative_decode`` (then the
     loop around it is gpt-fast's single-sequence loop, with the module's own ``prefill``). The
-    models are :func:`gpt_fast_models` over the checker's models; nothing of gpt-fast is replaced.
-    For each prompt row: BOS (the id ``V``) + the row's real tokens, ``speculate_k = gamma``,
+    models: with ``check_generator(..., target=Transformer, draft=Transformer)`` (gpt-fast's real
+    ``model.py``; the oracle is then :func:`~specdec_check.models.from_torch_module` of the target)
+    the loop gets those models as they are and each prompt row's real tokens; on the checker's own
+    models it gets :func:`gpt_fast_models` of them and BOS (the id ``V``) + the row's real tokens.
+    Nothing of gpt-fast is replaced. For each prompt row: ``speculate_k = gamma``,
     ``sampling_kwargs`` passed on (gpt-fast's defaults: temperature 1, no top-k: the raw law), on
     the global torch RNG forked and seeded from the contract's generator; the ``max_new_tokens``
     tokens after the prompt are returned (int64 ``[B, max_new_tokens]``).
@@ -133,14 +141,16 @@ def from_gpt_fast_generate(fn, **sampling_kwargs):
     batched = "batch_size" in params
 
     def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
-        model, draft_model = gpt_fast_models(target, draft)
-        bos = int(target.vocab_size)
+        real = _is_gpt_fast_module(target) and _is_gpt_fast_module(draft)
+        model, draft_model = (target, draft) if real else gpt_fast_models(target, draft)
+        start = [] if real else [int(target.vocab_size)]  # the checker's models: BOS = id V starts each prompt
+        device = next(model.parameters()).device if real else torch.device("cpu")
         is_torch = isinstance(prompts, torch.Tensor)
         rows = prompts.detach().cpu().numpy() if is_torch else np.asarray(prompts)
         out = np.full((rows.shape[0], max_new_tokens), -1, dtype=np.int64)
         for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
-            prompt = torch.tensor([bos] + [int(t) for t in rows[i] if t >= 0], dtype=torch.int)
-            with forked_global_rng(torch.device("cpu"), seed), torch.no_grad():
+            prompt = torch.tensor(start + [int(t) for t in rows[i] if t >= 0], dtype=torch.int, device=device)
+            with forked_global_rng(device, seed), torch.no_grad():
                 if kind == "speculative_decode":
                     seq = _speculative_loop(fn, model, draft_model, prompt, int(max_new_tokens), int(gamma),
                                             sampling_kwargs)
@@ -149,7 +159,7 @@ def from_gpt_fast_generate(fn, **sampling_kwargs):
                     result = fn(model=model, prompt=prompt, max_new_tokens=int(max_new_tokens), interactive=False,
                                 draft_model=draft_model, speculate_k=int(gamma), **extra, **sampling_kwargs)
                     seq = result[0] if isinstance(result, tuple) else result
-            new = torch.as_tensor(seq).reshape(-1)[prompt.shape[0]: prompt.shape[0] + max_new_tokens]
+            new = torch.as_tensor(seq).reshape(-1)[prompt.shape[0]: prompt.shape[0] + max_new_tokens].cpu()
             out[i, :new.shape[0]] = new.to(torch.int64).numpy()
         return torch.from_numpy(out).to(prompts.device) if is_torch else out
 

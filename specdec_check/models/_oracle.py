@@ -115,17 +115,66 @@ def from_hf_model(model, *, temperature=None, top_k=None, top_p=None, min_p=None
                     temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, dtype=dtype)
 
 
-def from_torch_module(fn, vocab_size: int, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
-                      name: str | None = None) -> ModelLaw:
-    """The oracle of any ``fn(tokens LongTensor [B, T]) -> logits [B, T, V]`` (gpt-fast's ``Transformer`` with its
-    ``input_pos``, a plain module): called under ``torch.no_grad`` on the whole sequence, upcast to float64."""
+def _cached_module_forward(module):
+    """``tokens -> logits`` of a module with gpt-fast's interface (``setup_caches(max_batch_size, max_seq_length)``,
+    ``forward(idx, input_pos)``): one full pass over the whole sequence (``input_pos = arange(T)`` writes every
+    position before attending, causally, so nothing stale is read), on a shadow of the module that shares its
+    weights but has caches of its own, so the loop's caches are never touched. The shadow is made here, before the
+    checker hooks the target to count its passes: the oracle's passes are not counted."""
+    import copy
+
     import torch
+
+    shared = [*module.parameters(), *module.buffers()]  # weights shared; the caches are set up anew below
+    shadow = copy.deepcopy(module, memo={id(t): t for t in shared})
+    shape = [None]
+
+    def logits_of(tokens):
+        rows, length = tokens.shape
+        if shape[0] != (rows, length):
+            # gpt-fast keeps caches that are large enough; rows must match exactly (the cache's batch dimension
+            # meets the query's in attention), so a new shape resets them.
+            shadow.max_batch_size = shadow.max_seq_length = -1
+            shadow.setup_caches(max_batch_size=rows, max_seq_length=length)
+            shape[0] = (rows, length)
+        device = next(shadow.parameters()).device
+        return shadow(tokens.to(device), torch.arange(length, device=device))
+
+    return logits_of
+
+
+def _vocab_of(fn):
+    for owner in (fn, getattr(fn, "config", None)):
+        vocab = getattr(owner, "vocab_size", None)
+        if isinstance(vocab, int | np.integer):
+            return int(vocab)
+    return None
+
+
+def from_torch_module(fn, vocab_size: int | None = None, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
+                      name: str | None = None) -> ModelLaw:
+    """The oracle of any ``fn(tokens LongTensor [B, T]) -> logits [B, T, V]`` (a plain module or callable; an
+    output with ``.logits`` is read there), called under ``torch.no_grad`` on the whole sequence, upcast to
+    float64. A module with gpt-fast's interface (``setup_caches`` and ``forward(idx, input_pos)``, its real
+    ``Transformer``) is run as one full pass with ``input_pos = arange(T)`` on a shadow sharing its weights (the
+    loop's KV caches are left alone). ``vocab_size`` defaults to ``fn.vocab_size`` or ``fn.config.vocab_size``."""
+    import torch
+
+    vocab_size = _vocab_of(fn) if vocab_size is None else vocab_size
+    if vocab_size is None:
+        raise TypeError(f"from_torch_module: give vocab_size= ({type(fn).__name__} has neither .vocab_size nor "
+                        ".config.vocab_size).")
+    forward = _cached_module_forward(fn) if isinstance(fn, torch.nn.Module) and callable(
+        getattr(fn, "setup_caches", None)) else fn
 
     def logits_of(tokens):
         with torch.no_grad():
-            out = fn(torch.as_tensor(tokens))
+            out = forward(torch.as_tensor(tokens))
         out = getattr(out, "logits", out)
         return out.to(torch.float64).cpu().numpy()
 
+    dtype = None
+    if isinstance(fn, torch.nn.Module):
+        dtype = str(next(fn.parameters()).dtype).replace("torch.", "")
     return ModelLaw(logits_of, int(vocab_size), name=name or getattr(fn, "__name__", type(fn).__name__),
-                    temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p)
+                    temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, dtype=dtype or "float32")

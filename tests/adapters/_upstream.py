@@ -73,11 +73,19 @@ def _modules(stubs: dict):
                 sys.modules[name] = old
 
 
-def _load(name: str, path: Path) -> types.ModuleType:
+def _load(name: str, path: Path, edit: tuple | None = None) -> types.ModuleType:
+    """The module of the file at ``path``; with ``edit = (old, new)``, its source with the one line ``old``
+    replaced by ``new`` (a mutant of the real file: ``old`` must occur exactly once)."""
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    if edit is None:
+        spec.loader.exec_module(module)
+        return module
+    source = path.read_text()
+    if source.count(edit[0]) != 1:
+        raise ValueError(f"{path}: {edit[0]!r} occurs {source.count(edit[0])} times, not once")
+    exec(compile(source.replace(edit[0], edit[1]), str(path), "exec"), module.__dict__)
     return module
 
 
@@ -151,11 +159,13 @@ def load_vllm_v1(src: Path) -> types.ModuleType:
         return module
 
 
-def load_gpt_fast_generate(src: Path) -> types.ModuleType:
-    """gpt-fast's real ``generate.py`` from a checkout ``src`` (its real ``model.py`` is imported too).
+def load_gpt_fast_generate(src: Path, edit: tuple | None = None) -> types.ModuleType:
+    """gpt-fast's real ``generate.py`` from a checkout ``src`` (its real ``model.py`` is imported too, and kept
+    as the returned module's ``model_module``).
 
     Stubbed: the ``tokenizer`` module (it imports sentencepiece and tiktoken, which decoding does
-    not use); ``generate.py``'s ``get_tokenizer`` is then never called.
+    not use); ``generate.py``'s ``get_tokenizer`` is then never called. ``edit = (old, new)`` replaces one line
+    of ``generate.py`` (a mutant of the real file).
     """
     tokenizer = types.ModuleType("tokenizer")
     tokenizer.get_tokenizer = lambda *a, **k: None
@@ -163,8 +173,10 @@ def load_gpt_fast_generate(src: Path) -> types.ModuleType:
     sys.path.insert(0, str(src))
     try:
         with _modules(stubs):
-            _load("model", src / "model.py")
-            return _load("gpt_fast_generate", src / "generate.py")
+            model = _load("model", src / "model.py")
+            generate = _load("gpt_fast_generate", src / "generate.py", edit)
+            generate.model_module = model  # its real Transformer and ModelArgs, for models built from a config
+            return generate
     finally:
         sys.path.remove(str(src))
 

@@ -108,6 +108,49 @@ def test_gpt_fast_generate():
         assert report.passed, report.summary()
 
 
+def _gpt_fast_pair(module):
+    """A tiny pair of gpt-fast's real ``Transformer`` (its ``model.py``, built from a ``ModelArgs``): the draft is
+    the target with a flatter head, so drafts are accepted about 4 times in 10 and a residual sampled from the
+    target's law instead of ``max(target - draft, 0)`` is off by TV ~0.1 at each speculative position."""
+    M = module.model_module
+
+    def tiny(scale):
+        torch.manual_seed(0)
+        args = M.ModelArgs(block_size=64, vocab_size=32, n_layer=2, n_head=2, dim=32, intermediate_size=64)
+        model = M.Transformer(args).eval()
+        with torch.no_grad():
+            model.output.weight.mul_(scale)
+        return model
+
+    return tiny(8.0), tiny(2.0)
+
+
+#: gpt-fast's rejection branch (generate.py, speculative_decode; gpt-fast calls the draft's law p, the target's q).
+GPT_FAST_RESIDUAL = "next_token = multinomial_sample_one_no_sync(new)"
+
+
+@pytest.mark.slow  # gpt-fast's loop runs a row at a time: ~40 s
+@pytest.mark.parametrize("mutant", [False, True], ids=["as-written", "residual-from-target"])
+def test_gpt_fast_generate_on_its_real_transformer(mutant):
+    src = gpt_fast_dir()
+    if src is None or not (src / "generate.py").exists():
+        pytest.skip("SPECDEC_GPT_FAST_SRC does not name a checkout of pytorch-labs/gpt-fast")
+    edit = (GPT_FAST_RESIDUAL, GPT_FAST_RESIDUAL.replace("(new)", "(q)")) if mutant else None
+    module = load_gpt_fast_generate(src, edit)
+    target, draft = _gpt_fast_pair(module)
+    # one call: the oracle is from_torch_module(target) (gpt-fast's cached forward, on caches of its own)
+    report = check_generator(from_gpt_fast_generate(module.generate), target=target, draft=draft, max_new_tokens=4,
+                             mode="quick", seed=0)
+    if "batch_size" in inspect.signature(module.generate).parameters:  # after 61c193d: issue #209
+        assert not report.passed and "raised" in report.failures[0].message, report.summary()
+    elif mutant:
+        assert report.verdict == "failed", report.summary()
+        assert {f.check for f in report.failures} & {"positions", "pairs"}, report.summary()
+    else:
+        assert report.verdict == "passed", report.summary()
+        assert report.scenarios[0].target_calls_per_token < 1  # counted by a hook on the real module
+
+
 def test_flashinfer_chain_speculative_sampling():
     flashinfer = pytest.importorskip("flashinfer")
     if not torch.cuda.is_available():

@@ -114,15 +114,17 @@ class ModelLoopKind(Kind):
 def model_loop_kind(target, draft, oracle=None, **scenario) -> ModelLoopKind:
     """The kind for ``target`` and ``draft`` (the loop is handed them); ``oracle`` the target's laws as the loop
     samples them (a :class:`~specdec_check.models.ModelLaw`; default: :func:`~specdec_check.models.from_hf_model`
-    of a transformers model, :func:`~specdec_check.models.from_torch_module` of a callable, raw softmax). Without
+    of a transformers model, :func:`~specdec_check.models.from_torch_module` of a callable or of gpt-fast's
+    ``Transformer``, raw softmax). Without
     ``eos_token_id``, a transformers target's ``generation_config.eos_token_id`` is the stop token."""
     from ...models._oracle import ModelLaw, from_hf_model, from_torch_module
 
     if oracle is None:
         if hasattr(target, "config") and hasattr(target, "generate"):
             oracle = from_hf_model(target)
-        elif callable(target) and hasattr(target, "vocab_size"):
-            oracle = from_torch_module(target, target.vocab_size)
+        elif callable(target) and (hasattr(target, "vocab_size") or hasattr(getattr(target, "config", None),
+                                                                             "vocab_size")):
+            oracle = from_torch_module(target)  # gpt-fast's Transformer too (its config has the vocabulary)
         else:
             raise TypeError("target must be a transformers causal LM, or give oracle=from_torch_module(fn, vocab_size) "
                             f"for a {type(target).__name__}.")

@@ -24,8 +24,9 @@ Other contracts:
   next-sibling arrays, ``retrive_index``, coins passed in) as a tree verifier for
   ``check_tree_verifier`` (:func:`sglang_tree_layout` builds its arrays);
 * decode loops end to end, for ``check_generator``: :func:`from_gpt_fast_generate` (gpt-fast's
-  ``generate`` / ``speculative_decode`` as written, on :func:`gpt_fast_models`), and
-  :mod:`specdec_check.adapters.hf` (``hf_models``, ``from_hf_generate``, ``hf_processed``).
+  ``generate`` / ``speculative_decode`` as written, on :func:`gpt_fast_models` or its real
+  ``Transformer``), :func:`from_classic_loop` (a single-sequence loop in the classic HF style,
+  feifeibear's or romsto's, as written), and :mod:`specdec_check.adapters.hf` (``hf_models``, ``from_hf_generate``, ``hf_processed``).
 
 Token samplers (temperature / top-k / top-p / min-p kernels), for ``check_token_sampler``:
 :func:`from_hf_logits_processors` (transformers' own processors), :func:`from_gpt_fast_sample`,
@@ -36,6 +37,7 @@ The peers' packages are never imported here: you pass their function in (transfo
 by transformers' own ``_get_logits_processor``, imported when that adapter is made).
 """
 
+from ._classic_loop import from_classic_loop
 from ._common import SEEDINGS, AdapterSignatureError
 from ._flashinfer import from_flashinfer
 from ._gpt_fast import from_gpt_fast
@@ -51,6 +53,7 @@ from ._vllm_v1_dense import from_vllm_v1_dense
 __all__ = [
     "AdapterSignatureError",
     "SEEDINGS",
+    "from_classic_loop",
     "from_flashinfer",
     "from_flashinfer_sampling",
     "from_gpt_fast",

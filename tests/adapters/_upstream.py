@@ -8,6 +8,7 @@ and each stub is listed in the loader's docstring.
 * ``SPECDEC_VLLM_SRC``: a directory holding ``vllm/model_executor/layers/rejection_sampler.py``
   (vLLM v0) and/or ``vllm/v1/sample/rejection_sampler.py`` (vLLM v1), e.g. ``unzip vllm-0.6.5-*.whl``.
 * ``SPECDEC_GPT_FAST_SRC``: a checkout of pytorch-labs/gpt-fast (``generate.py``, ``model.py``).
+* ``SPECDEC_LLMSS_SRC``: a checkout of feifeibear/LLMSpeculativeSampling (its ``sampling`` package).
 * ``SPECDEC_VLLM_TOPK_TOPP``: vLLM v1's ``vllm/v1/sample/ops/topk_topp_sampler.py``.
 * ``SPECDEC_SGLANG_SAMPLER``: SGLang's ``python/sglang/srt/layers/sampler.py``.
 """
@@ -23,7 +24,7 @@ import sys
 import types
 from pathlib import Path
 
-__all__ = ["gpt_fast_dir", "load_gpt_fast_generate", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
+__all__ = ["gpt_fast_dir", "llmss_dir", "load_gpt_fast_generate", "load_llmss", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
            "upstream_version", "vllm_dir", "vllm_topk_topp_sampler"]
 
 
@@ -36,6 +37,27 @@ def vllm_dir():
 def gpt_fast_dir():
     path = os.environ.get("SPECDEC_GPT_FAST_SRC")
     return Path(path) if path else None
+
+
+def llmss_dir():
+    path = os.environ.get("SPECDEC_LLMSS_SRC")
+    return Path(path) if path else None
+
+
+def load_llmss(src: Path) -> dict:
+    """feifeibear/LLMSpeculativeSampling's real ``sampling`` package from a checkout ``src``, nothing stubbed:
+    ``{"speculative_sampling": fn, "utils": module, "kvcache_model": module, "speculative_sampling_module":
+    module}`` (its ``__init__`` rebinds ``sampling.speculative_sampling`` to the function, so the modules are
+    read from ``sys.modules``)."""
+    sys.path.insert(0, str(src))
+    try:
+        import sampling  # noqa: F401 - the checkout's package (it imports its globals.py too)
+
+        return {"speculative_sampling": sys.modules["sampling"].speculative_sampling,
+                "utils": sys.modules["sampling.utils"], "kvcache_model": sys.modules["sampling.kvcache_model"],
+                "speculative_sampling_module": sys.modules["sampling.speculative_sampling"]}
+    finally:
+        sys.path.remove(str(src))
 
 
 def upstream_version(src: Path) -> str:

@@ -23,9 +23,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _upstream import gpt_fast_dir, load_gpt_fast_generate, load_vllm_v0, load_vllm_v1, upstream_version, vllm_dir  # noqa
+from _upstream import (gpt_fast_dir, llmss_dir, load_gpt_fast_generate, load_llmss, load_vllm_v0, load_vllm_v1,  # noqa
+                       upstream_version, vllm_dir)
 
-from specdec_check.adapters import from_flashinfer, from_gpt_fast_generate, from_vllm_v0, from_vllm_v1_dense  # noqa: E402
+from specdec_check.adapters import (from_classic_loop, from_flashinfer, from_gpt_fast_generate, from_vllm_v0,  # noqa: E402
+                                    from_vllm_v1_dense)
 from specdec_check.checker import check_generator, check_verifier  # noqa: E402
 from specdec_check.scenarios import default_generator_battery, default_verifier_battery  # noqa: E402
 
@@ -149,6 +151,35 @@ def test_gpt_fast_generate_on_its_real_transformer(mutant):
     else:
         assert report.verdict == "passed", report.summary()
         assert report.scenarios[0].target_calls_per_token < 1  # counted by a hook on the real module
+
+
+@pytest.mark.slow  # a loop of batch size 1 in Python: ~20 s a run
+@pytest.mark.parametrize("variant", ["as-released", "sample-fixed", "residual-uniform"])
+def test_feifeibear_speculative_sampling_unmodified_on_the_checkers_models(variant, monkeypatch):
+    # The classic HF-style loop: legacy (key, value) caches rolled back by slicing, .logits, .past_key_values and
+    # model.device, all answered by the models the checker hands it; one adapter call, no glue.
+    src = llmss_dir()
+    if src is None or not (src / "sampling" / "speculative_sampling.py").exists():
+        pytest.skip("SPECDEC_LLMSS_SRC does not name a checkout of feifeibear/LLMSpeculativeSampling")
+    loop = load_llmss(src)
+    if variant != "as-released":  # its sample() raises a bare RuntimeError whenever token 0 is drawn
+        def sample(probs, num_samples=1):
+            return torch.multinomial(probs, num_samples=num_samples)
+
+        for module in ("kvcache_model", "speculative_sampling_module"):
+            monkeypatch.setattr(loop[module], "sample", sample)
+    if variant == "residual-uniform":  # BUG: after a rejection, a uniform token instead of max(target - draft, 0)
+        monkeypatch.setattr(loop["speculative_sampling_module"], "max_fn",
+                            lambda x: torch.ones_like(x) / x.shape[-1])
+    scenarios = [s for s in default_generator_battery() if s.name == "small-joint"]
+    report = check_generator(from_classic_loop(loop["speculative_sampling"]), scenarios=scenarios, mode="quick",
+                             seed=0)
+    if variant == "as-released":
+        assert report.verdict == "failed" and "in sample: raise RuntimeError" in report.failures[0].message
+    elif variant == "sample-fixed":
+        assert report.verdict == "passed", report.summary()
+    else:
+        assert report.verdict == "failed" and report.failures[0].check == "joint", report.summary()
 
 
 def test_flashinfer_chain_speculative_sampling():

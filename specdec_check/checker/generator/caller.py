@@ -17,7 +17,11 @@ GENERATOR_KEYWORDS = ("target", "draft", "prompts", "max_new_tokens", "gamma", "
 class CountingModel:
     """Wraps a causal model and counts its forward passes: every entry point that returns laws
     (``__call__``, ``last_probs``, ``start_probs``, ``probs_at``, ``cdf_at``) counts one, so a loop
-    cannot hide target calls behind another method. Other attributes pass through."""
+    cannot hide target calls behind another method. Other attributes pass through.
+
+    Called as a transformers model (``model(input_ids, past_key_values=..., use_cache=...)``, or with a
+    torch tensor) it answers in that convention too (:func:`~specdec_check.models._hf_style.hf_style_call`):
+    the laws, with ``.logits`` and ``.past_key_values`` (legacy tuples, or the given ``Cache``)."""
 
     #: The model's entry points that compute laws (each call is one forward pass).
     COUNTED = ("last_probs", "start_probs", "probs_at", "cdf_at")
@@ -28,9 +32,26 @@ class CountingModel:
         self.vocab_size = model.vocab_size
         self.order = getattr(model, "order", None)
 
-    def __call__(self, tokens):
+    def __call__(self, *args, **kwargs):
         self.calls += 1
-        return self.model(tokens)
+        if len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray):
+            return self.model(args[0])  # the checker's own convention, numpy: laws [B, T, V]
+        from ...models._hf_style import hf_style_call, is_hf_style_call
+
+        if is_hf_style_call(args, kwargs):
+            # a torch tensor, or HF keywords: the laws with .logits and .past_key_values (legacy tuples or a Cache)
+            return hf_style_call(self.model, *args, **kwargs)
+        return self.model(*args, **kwargs)
+
+    @property
+    def device(self):
+        """Where the model's outputs live (classic loops read ``model.device``): the model's, else the CPU."""
+        device = getattr(self.model, "device", None)
+        if device is not None:
+            return device
+        import torch
+
+        return torch.device("cpu")
 
     def __getattr__(self, name):
         attribute = getattr(self.model, name)

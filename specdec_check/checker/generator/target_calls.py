@@ -49,9 +49,14 @@ class _Recorder:
         self.vocab_size = model.vocab_size
         self.order = getattr(model, "order", None)
 
-    def __call__(self, tokens):
+    def __call__(self, *args, **kwargs):
+        out = self.model(*args, **kwargs)
+        # a call in the HF convention gives only the new ids; its output knows the whole sequence (cache + new)
+        tokens = getattr(out, "_ids", None)
+        if tokens is None:
+            tokens = args[0] if args else kwargs.get("input_ids", kwargs.get("tokens"))
         self.log.append((self.role, _real(tokens)))
-        return self.model(tokens)
+        return out
 
     def __getattr__(self, name):
         attribute = getattr(self.model, name)

@@ -54,7 +54,9 @@ def _tokens(result, prompt: list, max_new_tokens: int, returns: str) -> list:
         result = result[0]
     flat = [int(t) for t in torch.as_tensor(result).reshape(-1).tolist()]
     if returns == "auto":
-        returns = "sequence" if len(flat) >= len(prompt) + 1 and flat[:len(prompt)] == prompt else "new"
+        # a whole sequence is the prompt and at least max_new_tokens more; a continuation alone is at most that
+        # long unless the loop overshoots (feifeibear's does, by up to gamma): then it must also repeat the prompt
+        returns = "sequence" if len(flat) >= len(prompt) + max_new_tokens and flat[:len(prompt)] == prompt else "new"
     new = flat[len(prompt):] if returns == "sequence" else flat
     return new[:max_new_tokens]
 
@@ -67,7 +69,7 @@ def from_classic_loop(fn, *, returns: str = "auto", prompt_as: str = "auto", nam
     ``prompt_as``: ``"tensor"`` (int64 ``[1, P]`` on the target's device), ``"list"`` (ids), or ``"auto"`` (a
     list when the prompt parameter is annotated ``List``/``list``, else a tensor). ``returns``: ``"sequence"``
     (the prompt and its continuation), ``"new"`` (the continuation), or ``"auto"`` (a sequence when it starts
-    with the prompt and is longer). A row that ends before ``max_new_tokens`` keeps ``-1`` after its last token.
+    with the prompt and holds at least ``max_new_tokens`` more; name it for a loop whose rows may stop early). A row that ends before ``max_new_tokens`` keeps ``-1`` after its last token.
 
     Example (feifeibear/LLMSpeculativeSampling, as released)::
 

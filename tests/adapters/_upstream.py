@@ -9,6 +9,8 @@ and each stub is listed in the loader's docstring.
   (vLLM v0) and/or ``vllm/v1/sample/rejection_sampler.py`` (vLLM v1), e.g. ``unzip vllm-0.6.5-*.whl``.
 * ``SPECDEC_GPT_FAST_SRC``: a checkout of pytorch-labs/gpt-fast (``generate.py``, ``model.py``).
 * ``SPECDEC_LLMSS_SRC``: a checkout of feifeibear/LLMSpeculativeSampling (its ``sampling`` package).
+* ``SPECDEC_ROMSTO_SRC``: a checkout of romsto/Speculative-Decoding (its ``sampling`` and ``utils`` packages; they
+  import ``termcolor``).
 * ``SPECDEC_VLLM_TOPK_TOPP``: vLLM v1's ``vllm/v1/sample/ops/topk_topp_sampler.py``.
 * ``SPECDEC_SGLANG_SAMPLER``: SGLang's ``python/sglang/srt/layers/sampler.py``.
 """
@@ -24,7 +26,7 @@ import sys
 import types
 from pathlib import Path
 
-__all__ = ["gpt_fast_dir", "llmss_dir", "load_gpt_fast_generate", "load_llmss", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
+__all__ = ["gpt_fast_dir", "llmss_dir", "load_gpt_fast_generate", "load_llmss", "load_romsto", "romsto_dir", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
            "upstream_version", "vllm_dir", "vllm_topk_topp_sampler"]
 
 
@@ -51,11 +53,36 @@ def load_llmss(src: Path) -> dict:
     read from ``sys.modules``)."""
     sys.path.insert(0, str(src))
     try:
+        for name in [n for n in sys.modules if n == "sampling" or n.startswith("sampling.")]:
+            del sys.modules[name]  # another checkout's package of the same name
         import sampling  # noqa: F401 - the checkout's package (it imports its globals.py too)
 
         return {"speculative_sampling": sys.modules["sampling"].speculative_sampling,
                 "utils": sys.modules["sampling.utils"], "kvcache_model": sys.modules["sampling.kvcache_model"],
                 "speculative_sampling_module": sys.modules["sampling.speculative_sampling"]}
+    finally:
+        sys.path.remove(str(src))
+
+
+def romsto_dir():
+    path = os.environ.get("SPECDEC_ROMSTO_SRC")
+    return Path(path) if path else None
+
+
+def load_romsto(src: Path) -> dict:
+    """romsto/Speculative-Decoding's real ``speculative_generate`` and ``MultinomialProcessor`` from a checkout
+    ``src``, nothing stubbed; ``"module"`` its ``sampling.speculative_decoding`` (read from ``sys.modules``: the
+    package's ``__init__`` rebinds the name). Both checkouts name their package ``sampling``: whichever was loaded
+    first is dropped from ``sys.modules``."""
+    for name in [n for n in sys.modules if n == "sampling" or n.startswith(("sampling.", "utils.")) or n == "utils"]:
+        del sys.modules[name]
+    sys.path.insert(0, str(src))
+    try:
+        from sampling import speculative_generate
+        from utils.logits_processor import MultinomialProcessor
+
+        return {"speculative_generate": speculative_generate, "MultinomialProcessor": MultinomialProcessor,
+                "module": sys.modules["sampling.speculative_decoding"]}
     finally:
         sys.path.remove(str(src))
 

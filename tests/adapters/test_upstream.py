@@ -23,8 +23,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _upstream import (gpt_fast_dir, llmss_dir, load_gpt_fast_generate, load_llmss, load_vllm_v0, load_vllm_v1,  # noqa
-                       upstream_version, vllm_dir)
+from _upstream import (gpt_fast_dir, llmss_dir, load_gpt_fast_generate, load_llmss, load_romsto, load_vllm_v0,  # noqa
+                       load_vllm_v1, romsto_dir, upstream_version, vllm_dir)
 
 from specdec_check.adapters import (from_classic_loop, from_flashinfer, from_gpt_fast_generate, from_vllm_v0,  # noqa: E402
                                     from_vllm_v1_dense)
@@ -180,6 +180,28 @@ def test_feifeibear_speculative_sampling_unmodified_on_the_checkers_models(varia
         assert report.verdict == "passed", report.summary()
     else:
         assert report.verdict == "failed" and report.failures[0].check == "joint", report.summary()
+
+
+@pytest.mark.slow  # a loop of batch size 1 in Python: ~35 s exact
+@pytest.mark.parametrize("mutant", [False, True], ids=["as-released", "residual-uniform"])
+def test_romsto_speculative_generate_unmodified_on_the_checkers_models(mutant, monkeypatch):
+    # input_ids= / past_key_values= / use_cache= keywords, .logits, target.config.vocab_size, target.device
+    src = romsto_dir()
+    if src is None or not (src / "sampling" / "speculative_decoding.py").exists():
+        pytest.skip("SPECDEC_ROMSTO_SRC does not name a checkout of romsto/Speculative-Decoding")
+    pytest.importorskip("termcolor")  # its utils.printing imports it
+    loop = load_romsto(src)
+    if mutant:  # BUG: after a rejection, a uniform token instead of max(target - draft, 0)
+        monkeypatch.setattr(loop["module"], "max_fn", lambda x: torch.ones_like(x) / x.shape[-1])
+    scenarios = [s for s in default_generator_battery() if s.name == "small-joint"]
+    # its defaults are greedy (GreedyProcessor) and stop at token 1: sampling at temperature 1, no stop token
+    generate = from_classic_loop(loop["speculative_generate"], logits_processor=loop["MultinomialProcessor"](1.0),
+                                 eos_tokens_id=-2)
+    report = check_generator(generate, scenarios=scenarios, mode="quick", seed=0)
+    if mutant:
+        assert report.verdict == "failed" and report.failures[0].check == "joint", report.summary()
+    else:
+        assert report.verdict == "passed", report.summary()
 
 
 def test_flashinfer_chain_speculative_sampling():

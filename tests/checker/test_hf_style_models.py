@@ -108,3 +108,12 @@ def test_a_classic_loop_checked_unmodified_passes_exact_and_fails_a_position_bug
     late = check_generator(from_classic_loop(_one_token_late), scenarios=scenarios, mode="quick", seed=0,
                            checks=laws)
     assert late.verdict == "failed", late.summary()
+
+
+def test_a_continuation_that_starts_like_its_prompt_is_not_mistaken_for_the_whole_sequence(model):
+    def new_tokens_only(prefix, approx_model, target_model, max_len, gamma):
+        return [int(prefix[0, 0])] * max_len  # the continuation alone, repeating the prompt's token
+
+    out = from_classic_loop(new_tokens_only)(target=model, draft=model, prompts=np.array([[2]]), max_new_tokens=3,
+                                             gamma=2, generator=np.random.default_rng(0))
+    assert out.tolist() == [[2, 2, 2]]

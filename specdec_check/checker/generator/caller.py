@@ -44,6 +44,16 @@ class CountingModel:
         return self.model(*args, **kwargs)
 
     @property
+    def config(self):
+        """The model's ``config`` (classic loops read ``model.config.vocab_size``): its own, else the vocabulary."""
+        config = getattr(self.model, "config", None)
+        if config is not None:
+            return config
+        import types
+
+        return types.SimpleNamespace(vocab_size=self.vocab_size)
+
+    @property
     def device(self):
         """Where the model's outputs live (classic loops read ``model.device``): the model's, else the CPU."""
         device = getattr(self.model, "device", None)

@@ -11,6 +11,8 @@ and each stub is listed in the loader's docstring.
 * ``SPECDEC_LLMSS_SRC``: a checkout of feifeibear/LLMSpeculativeSampling (its ``sampling`` package).
 * ``SPECDEC_ROMSTO_SRC``: a checkout of romsto/Speculative-Decoding (its ``sampling`` and ``utils`` packages; they
   import ``termcolor``).
+* ``SPECDEC_DEEPSPEC_SRC``: a folder holding deepseek-ai/DeepSpec's ``deepspec`` package (``git archive <commit>
+  deepspec | tar -x``; the checkout's data files are not needed).
 * ``SPECDEC_VLLM_TOPK_TOPP``: vLLM v1's ``vllm/v1/sample/ops/topk_topp_sampler.py``.
 * ``SPECDEC_SGLANG_SAMPLER``: SGLang's ``python/sglang/srt/layers/sampler.py``.
 """
@@ -26,7 +28,7 @@ import sys
 import types
 from pathlib import Path
 
-__all__ = ["gpt_fast_dir", "llmss_dir", "load_gpt_fast_generate", "load_llmss", "load_romsto", "romsto_dir", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
+__all__ = ["deepspec_dir", "load_deepspec", "gpt_fast_dir", "llmss_dir", "load_gpt_fast_generate", "load_llmss", "load_romsto", "romsto_dir", "load_sglang_sampler", "load_vllm_topk_topp", "load_vllm_v0", "load_vllm_v1",
            "upstream_version", "vllm_dir", "vllm_topk_topp_sampler"]
 
 
@@ -60,6 +62,27 @@ def load_llmss(src: Path) -> dict:
         return {"speculative_sampling": sys.modules["sampling"].speculative_sampling,
                 "utils": sys.modules["sampling.utils"], "kvcache_model": sys.modules["sampling.kvcache_model"],
                 "speculative_sampling_module": sys.modules["sampling.speculative_sampling"]}
+    finally:
+        sys.path.remove(str(src))
+
+
+def deepspec_dir():
+    path = os.environ.get("SPECDEC_DEEPSPEC_SRC")
+    return Path(path) if path else None
+
+
+def load_deepspec(src: Path) -> tuple:
+    """``(base_evaluator, sampling)``: DeepSpec's real ``deepspec/eval/base_evaluator.py`` (its decode loop
+    ``generate_decoding_sample``, ``verify_draft_tokens``, ``DraftProposal``) and ``deepspec/utils/sampling.py``,
+    imported from ``src`` as they are (nothing stubbed)."""
+    for name in [n for n in sys.modules if n == "deepspec" or n.startswith("deepspec.")]:
+        del sys.modules[name]
+    sys.path.insert(0, str(src))
+    try:
+        import deepspec.eval.base_evaluator as base_evaluator
+        import deepspec.utils.sampling as sampling
+
+        return base_evaluator, sampling
     finally:
         sys.path.remove(str(src))
 

@@ -16,6 +16,7 @@ later files pass. gpt-fast's generate fails after its batched-generation commit 
 
 import importlib
 import inspect
+import numpy as np
 import os
 import re
 
@@ -23,7 +24,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _upstream import (gpt_fast_dir, llmss_dir, load_gpt_fast_generate, load_llmss, load_romsto, load_vllm_v0,  # noqa
+from _upstream import (deepspec_dir, load_deepspec, gpt_fast_dir, llmss_dir, load_gpt_fast_generate, load_llmss, load_romsto, load_vllm_v0,  # noqa
                        load_vllm_v1, romsto_dir, upstream_version, vllm_dir)
 
 from specdec_check.adapters import (from_classic_loop, from_flashinfer, from_gpt_fast_generate, from_vllm_v0,  # noqa: E402
@@ -202,6 +203,81 @@ def test_romsto_speculative_generate_unmodified_on_the_checkers_models(mutant, m
         assert report.verdict == "failed" and report.failures[0].check == "joint", report.summary()
     else:
         assert report.verdict == "passed", report.summary()
+
+
+def _deepspec_loop(base_evaluator, sampling, temperature):
+    """A DeepSpec decode loop: its real ``generate_decoding_sample`` (prefill, ``verify_draft_tokens``, rejection,
+    ``sample_residual``, the target's ``DynamicCache``) with a proposer written as its EAGLE-3 evaluator's
+    ``_propose`` is (each draft token ``sample_tokens(draft_logits, T)``, q ``logits_to_probs(draft_logits, T)``),
+    the draft a plain causal LM run without a cache. One row at a time (DeepSpec takes batch size 1)."""
+    import types
+
+    def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
+        out = np.full((prompts.shape[0], max_new_tokens), -1, dtype=np.int64)
+        for i, row in enumerate(np.asarray(prompts)):
+            torch.manual_seed(int(generator.integers(0, 2**62)))
+            prompt = torch.tensor([[int(t) for t in row if t >= 0]])
+
+            def propose(*, context, output_ids, position_ids, start, stop_token_ids=None):
+                sequence, logits = output_ids[:, :start + 1], []
+                for _ in range(gamma):
+                    step = draft(input_ids=sequence, use_cache=False).logits[:, -1:]
+                    logits.append(step)
+                    sequence = torch.cat([sequence, sampling.sample_tokens(step, temperature=temperature)], dim=1)
+                return base_evaluator.DraftProposal(
+                    draft_token_count=gamma, verify_input_ids=sequence[:, start:],
+                    draft_probs=sampling.logits_to_probs(torch.cat(logits, dim=1), temperature))
+
+            result = base_evaluator.generate_decoding_sample(
+                target_model=target, input_ids=prompt, max_new_tokens=max_new_tokens, max_proposal_tokens=gamma,
+                temperature=temperature, stop_token_ids=None, init_context=lambda **_: types.SimpleNamespace(),
+                propose=propose, update=lambda context, verification: None)
+            new = result.output_ids[0, prompt.shape[1]:prompt.shape[1] + max_new_tokens]
+            out[i, :new.shape[0]] = new.numpy()
+        return out
+
+    return generate
+
+
+def _served_pair():
+    """A tiny Llama target in float32 and its bf16 copy as the draft, heads with the magnitude of a served model's
+    logits (a bias of 60 on every token, gaps of order 1), so that at temperature 0.3 the laws are spread (top token
+    ~0.27) and a softmax of logits / 0.3 taken in bf16 is off by TV ~0.13 from the one taken in float32."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=256)
+    torch.manual_seed(0)
+    target = transformers.LlamaForCausalLM(config).eval()
+    head = torch.nn.Linear(32, 32, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(target.lm_head.weight * 4.0)
+        head.bias.fill_(60.0)
+    target.lm_head = head
+    target.generation_config.eos_token_id = None
+    draft = __import__("copy").deepcopy(target).to(torch.bfloat16)
+    return target, draft
+
+
+@pytest.mark.slow  # a loop of batch size 1 through transformers: ~1 min
+def test_deepspec_31_a_draft_sampled_from_bf16_logits_fails_and_its_fix_passes():
+    # deepseek-ai/DeepSpec #31: sample_tokens divided bf16 logits by the temperature and took the softmax in bf16,
+    # while the verifier gets logits_to_probs (float32). Fixed by 379f222 ("Use float32 softmax for draft sampling").
+    src = deepspec_dir()
+    if src is None or not (src / "deepspec" / "eval" / "base_evaluator.py").exists():
+        pytest.skip("SPECDEC_DEEPSPEC_SRC does not name a folder holding DeepSpec's deepspec package")
+    from specdec_check.models import from_hf_model
+
+    base_evaluator, sampling = load_deepspec(src)
+    fixed = ".float() / temperature" in inspect.getsource(sampling.sample_tokens)  # read from the code under test
+    target, draft = _served_pair()
+    report = check_generator(_deepspec_loop(base_evaluator, sampling, 0.3), target=target, draft=draft,
+                             oracle=from_hf_model(target, temperature=0.3, top_k=0), max_new_tokens=4, gamma=3,
+                             mode="quick", seed=0)
+    if fixed:
+        assert report.verdict == "passed", report.summary()
+    else:
+        assert report.verdict == "failed", report.summary()
+        assert {f.check for f in report.failures} & {"positions", "pairs", "first_token"}, report.summary()
 
 
 def test_flashinfer_chain_speculative_sampling():

@@ -98,3 +98,18 @@ def test_the_oracle_of_a_cached_module_is_its_full_pass_on_caches_of_its_own_and
     assert torch.equal(module.cache, loop_cache) and module.max_batch_size == 1  # the loop's caches untouched
     assert calls == []  # the oracle's passes are not the target's
     assert oracle.position_laws([(2, 2)])[0].shape == (2, 7)  # another shape: caches set up again
+
+
+def test_the_oracles_vectorised_top_k_is_the_exact_law_row_by_row():
+    from specdec_check.exact._token_law import TokenProcessing, token_laws
+    from specdec_check.models._oracle import _tempered_top_k
+
+    rng = np.random.default_rng(2)
+    logits = np.round(rng.normal(0, 2, size=(200, 40)), 1)  # rounded: ties, also at the top-k boundary
+    logits[::7, :5] = -np.inf  # masked tokens
+    logits[3, 10:] = -np.inf  # fewer tokens alive than k
+    processing = TokenProcessing(order=("temperature", "top_k", "top_p", "min_p"), ties="keep")
+    for temperature, k in [(1.0, 0), (0.7, 3), (1.3, 8), (0.3, 39)]:
+        exact = token_laws(logits, processing=processing, temperature=np.full(200, temperature),
+                           top_k=np.full(200, k), top_p=np.ones(200), min_p=np.zeros(200)).law
+        assert np.allclose(_tempered_top_k(logits, temperature, k), exact, rtol=0, atol=1e-15)

@@ -26,7 +26,8 @@ Other contracts:
 * decode loops end to end, for ``check_generator``: :func:`from_gpt_fast_generate` (gpt-fast's
   ``generate`` / ``speculative_decode`` as written, on :func:`gpt_fast_models` or its real
   ``Transformer``), :func:`from_classic_loop` (a single-sequence loop in the classic HF style,
-  feifeibear's or romsto's, as written), and :mod:`specdec_check.adapters.hf` (``hf_models``, ``from_hf_generate``, ``hf_processed``).
+  feifeibear's or romsto's, as written), :func:`from_mlx_generate` (mlx-lm's
+  ``speculative_generate_step`` on mlx models; imports mlx when called), and :mod:`specdec_check.adapters.hf` (``hf_models``, ``from_hf_generate``, ``hf_processed``).
 
 Token samplers (temperature / top-k / top-p / min-p kernels), for ``check_token_sampler``:
 :func:`from_hf_logits_processors` (transformers' own processors), :func:`from_gpt_fast_sample`,
@@ -43,6 +44,7 @@ from ._flashinfer import from_flashinfer
 from ._gpt_fast import from_gpt_fast
 from ._gpt_fast_loop import from_gpt_fast_generate, gpt_fast_models
 from ._hf import from_hf_transformers
+from ._mlx import from_mlx_generate
 from ._sglang import from_sglang_tree, sglang_tree_layout
 from ._token import (from_flashinfer_sampling, from_gpt_fast_sample, from_hf_logits_processors,
                      from_sglang_torch_sampler, from_vllm_topk_topp)
@@ -61,6 +63,7 @@ __all__ = [
     "from_gpt_fast_sample",
     "from_hf_logits_processors",
     "from_hf_transformers",
+    "from_mlx_generate",
     "from_sglang_torch_sampler",
     "from_sglang_tree",
     "from_vllm_topk_topp",

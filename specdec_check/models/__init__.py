@@ -5,7 +5,7 @@ from ._contexts import context_indices, last_context_indices
 from ._hashed import HashedMarkovModel
 from ._markov import ConstantModel, MarkovModel
 from ._mixture import MixtureModel, mix
-from ._oracle import ModelLaw, from_hf_model, from_torch_module
+from ._oracle import ModelLaw, from_hf_model, from_mlx_model, from_torch_module
 
 __all__ = [
     "CastLawModel",
@@ -18,6 +18,7 @@ __all__ = [
     "TorchModel",
     "context_indices",
     "from_hf_model",
+    "from_mlx_model",
     "from_torch_module",
     "last_context_indices",
     "last_token_probs",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ModelLaw", "from_hf_model", "from_torch_module"]
+__all__ = ["ModelLaw", "from_hf_model", "from_mlx_model", "from_torch_module"]
 
 #: Sequences of one forward pass (rows of equal length batched together).
 FORWARD_ROWS = 256
@@ -191,3 +191,31 @@ def from_torch_module(fn, vocab_size: int | None = None, *, temperature=1.0, top
         dtype = str(next(fn.parameters()).dtype).replace("torch.", "")
     return ModelLaw(logits_of, int(vocab_size), name=name or getattr(fn, "__name__", type(fn).__name__),
                     temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, dtype=dtype or "float32")
+
+
+def from_mlx_model(model, vocab_size: int | None = None, *, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
+                   name: str | None = None) -> ModelLaw:
+    """The oracle of an mlx-lm model (``model(inputs [B, T]) -> logits [B, T, V]``, e.g. ``mlx_lm.models.llama
+    .Model``): one call on the whole sequence with no cache, the logits upcast to float32 in mlx and to float64 in
+    numpy, processed as declared (mlx-lm's ``make_sampler(temp=...)``: temperature 1 and nothing else by default).
+    ``vocab_size`` defaults to ``model.args.vocab_size``. Needs ``mlx`` (installable on Linux as ``mlx[cpu]``)."""
+    import mlx.core as mx
+
+    if vocab_size is None:
+        vocab_size = getattr(getattr(model, "args", None), "vocab_size", None) or _vocab_of(model)
+    if vocab_size is None:
+        raise TypeError(f"from_mlx_model: give vocab_size= ({type(model).__name__} has no .args.vocab_size).")
+
+    def logits_of(tokens):
+        out = model(mx.array(np.asarray(tokens, dtype=np.int32)))
+        return np.array(out.astype(mx.float32), dtype=np.float64)
+
+    dtype = None
+    weights = getattr(model, "parameters", None)
+    if callable(weights):
+        import mlx.utils
+
+        leaves = mlx.utils.tree_flatten(weights())
+        dtype = str(leaves[0][1].dtype).replace("mlx.core.", "") if leaves else None
+    return ModelLaw(logits_of, int(vocab_size), name=name or type(model).__name__, temperature=temperature,
+                    top_k=top_k, top_p=top_p, min_p=min_p, dtype=dtype or "float32")

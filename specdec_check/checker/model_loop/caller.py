@@ -25,21 +25,30 @@ class TargetCounter:
         self.calls += 1
 
     def wrapped(self):
-        """What the loop is handed as ``target``: the module itself (hooked), or a counting callable."""
+        """What the loop is handed as ``target``: the module itself (hooked), or a counting proxy (its calls
+        counted, every attribute the target's own: an mlx module's ``layers`` and ``make_cache`` included)."""
         if self._hook is not None or not callable(self.target):
             return self.target
-        target, counter = self.target, self
-
-        def counted(*args, **kwargs):
-            counter.calls += 1
-            return target(*args, **kwargs)
-
-        return counted
+        return _CountingProxy(self.target, self)
 
     def close(self):
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
+
+
+class _CountingProxy:
+    """A callable target's stand-in: counts each call in ``counter.calls``; other attributes are the target's."""
+
+    def __init__(self, target, counter):
+        self.__dict__["_target"], self.__dict__["_counter"] = target, counter
+
+    def __call__(self, *args, **kwargs):
+        self._counter.calls += 1
+        return self._target(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
 
 
 class ModelLoopCaller:

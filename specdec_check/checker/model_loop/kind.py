@@ -117,10 +117,12 @@ def model_loop_kind(target, draft, oracle=None, **scenario) -> ModelLoopKind:
     of a transformers model, :func:`~specdec_check.models.from_torch_module` of a callable or of gpt-fast's
     ``Transformer``, raw softmax). Without
     ``eos_token_id``, a transformers target's ``generation_config.eos_token_id`` is the stop token."""
-    from ...models._oracle import ModelLaw, from_hf_model, from_torch_module
+    from ...models._oracle import ModelLaw, from_hf_model, from_mlx_model, from_torch_module
 
     if oracle is None:
-        if hasattr(target, "config") and hasattr(target, "generate"):
+        if type(target).__module__.startswith("mlx_lm.") and hasattr(getattr(target, "args", None), "vocab_size"):
+            oracle = from_mlx_model(target)
+        elif hasattr(target, "config") and hasattr(target, "generate"):
             oracle = from_hf_model(target)
         elif callable(target) and (hasattr(target, "vocab_size") or hasattr(getattr(target, "config", None),
                                                                              "vocab_size")):

@@ -249,11 +249,16 @@ def from_hf_generate(**generate_kwargs):
         eos = hf_target.generation_config.eos_token_id if real else None
         is_torch = isinstance(prompts, torch.Tensor)
         rows = prompts.detach().cpu().numpy() if is_torch else np.asarray(prompts)
-        configs = (copy.deepcopy(hf_target.generation_config), copy.deepcopy(hf_draft.generation_config))
+        # a block drafter (DFlash's assistant) is a bare model with no generation_config: its block size is its own
+        drafts_by_config = getattr(hf_draft, "generation_config", None) is not None
+        configs = (copy.deepcopy(hf_target.generation_config),
+                   copy.deepcopy(hf_draft.generation_config) if drafts_by_config else None)
         out = np.full((rows.shape[0], max_new_tokens), -1, dtype=np.int64)
         for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
-            hf_target.generation_config, hf_draft.generation_config = (copy.deepcopy(c) for c in configs)
-            hf_draft.generation_config.num_assistant_tokens = int(gamma)
+            hf_target.generation_config = copy.deepcopy(configs[0])
+            if drafts_by_config:
+                hf_draft.generation_config = copy.deepcopy(configs[1])
+                hf_draft.generation_config.num_assistant_tokens = int(gamma)
             ids = torch.tensor([bos + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
             assistant = {} if lookup else {"assistant_model": hf_draft}
             with forked_global_rng(torch.device("cpu"), seed), torch.no_grad(), _quiet_transformers():
@@ -262,8 +267,11 @@ def from_hf_generate(**generate_kwargs):
             new = sequence[0, ids.shape[1]:].cpu().numpy()[:max_new_tokens]
             if eos is not None:  # the contract: -1 after the stop token (transformers pads with pad_token_id)
                 stops = np.flatnonzero(np.isin(new, np.atleast_1d(eos)))
-                if stops.size:
+                pad = hf_target.generation_config.pad_token_id
+                if stops.size and (new[stops[0] + 1:] == pad).all():
                     new = new[:stops[0] + 1]
+                # else: tokens transformers generated past the stop token stay, and the contract names them
+                # (transformers #47912: a stop token accepted inside a drafted block did not end the row)
             out[i, :new.shape[0]] = new
         return torch.from_numpy(out).to(prompts.device) if is_torch else out
 

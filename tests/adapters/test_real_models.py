@@ -297,3 +297,53 @@ def test_transformers_single_position_multi_token_drafting_is_exact_only_with_th
     if drafts_by_argmax:
         fixed = check_generator(from_hf_generate(top_k=3), **options)
         assert fixed.verdict == "passed", fixed.summary()
+
+
+def _dflash_pair():
+    """A tiny Llama target (4 layers) and a DFlash block drafter of the installed transformers (the Muse Glimmer
+    assistant: one layer reading the target's layers 0 and 2, blocks of 4 tokens), both built from configs; None
+    where the installed release has no DFlash."""
+    config_class = getattr(transformers, "MuseGlimmerAssistantConfig", None)
+    if config_class is None:
+        return None
+    target = tiny_llama(0, scale=8.0)
+    config = transformers.LlamaConfig(**{**target.config.to_dict(), "num_hidden_layers": 4})
+    torch.manual_seed(0)
+    target = transformers.LlamaForCausalLM(config).eval()
+    with torch.no_grad():
+        target.lm_head.weight.mul_(8.0)
+    target.generation_config.eos_token_id, target.generation_config.pad_token_id = None, 0
+    torch.manual_seed(1)
+    assistant = transformers.MuseGlimmerAssistantModel(config_class(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        head_dim=16, block_size=4, mask_token_id=31, target_layer_ids=[0, 2], max_position_embeddings=256,
+        sliding_window=256, bos_token_id=None, eos_token_id=None, pad_token_id=0)).eval()
+    return target, assistant
+
+
+@pytest.mark.slow  # transformers' DFlash loop, a row at a time: ~60 s each
+@pytest.mark.parametrize("stop", [False, True], ids=["no-stop-token", "stop-token"])
+def test_transformers_dflash_block_drafting_is_exact_and_stops_where_47912_is_fixed(stop):
+    import inspect
+
+    from specdec_check.adapters.hf import from_hf_generate
+
+    pair = _dflash_pair()
+    if pair is None:
+        pytest.skip(f"transformers {transformers.__version__} has no DFlash drafter (MuseGlimmerAssistantModel)")
+    target, assistant = pair
+    if stop:
+        # token 1: of the drafts this pair accepts with a token committed after them, the most frequent (8 of 26
+        # in 100 rows on transformers 5.15.0): a stop token accepted inside a block, the case of #47912
+        target.generation_config.eos_token_id = 1
+    report = check_generator(from_hf_generate(top_k=3, speculation_type="dflash"), target=target, draft=assistant,
+                             oracle=from_hf_model(target, top_k=3), max_new_tokens=8, prompts=PROMPTS, mode="quick",
+                             seed=0)
+    # #47912 (a stop token accepted inside a drafted block did not end the row) is fixed by #48981, which put the
+    # stop tokens into _assisted_decoding itself: read from the installed code
+    source = inspect.getsource(transformers.generation.utils.GenerationMixin._assisted_decoding)
+    if stop and "Same tensor the stopping criteria" not in source:
+        assert report.verdict == "failed", report.summary()
+        assert any("after the stop token" in f.message for f in report.failures), report.summary()
+    else:
+        assert report.verdict == "passed", report.summary()

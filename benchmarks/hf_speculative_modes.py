@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import inspect
 import sys
 import time
 from pathlib import Path
@@ -102,6 +103,17 @@ def main(argv=None) -> int:
     gemma_target, gemma_assistant = fx.tiny_gemma4_pair()
     gemma = dict(target=gemma_target, draft=gemma_assistant, oracle=from_hf_model(gemma_target, top_k=3),
                  loop=from_hf_generate(top_k=3))
+    def dflash(eos=None):
+        """The suite's DFlash pair (None on a release without DFlash), 8 new tokens a row (blocks of 4)."""
+        pair = fx._dflash_pair()
+        if pair is None:
+            return None
+        pair[0].generation_config.eos_token_id = eos
+        return dict(target=pair[0], draft=pair[1], oracle=from_hf_model(pair[0], top_k=3), max_new_tokens=8,
+                    loop=from_hf_generate(top_k=3, speculation_type="dflash"))
+
+    source = inspect.getsource(transformers.generation.utils.GenerationMixin._assisted_decoding)
+    fixed_47912 = "Same tensor the stopping criteria" in source  # #48981 (read from the installed code)
     single_position = candidate_generator.SinglePositionMultiTokenCandidateGenerator
     translator = candidate_generator.AssistantToTargetTranslator
     runs = [
@@ -125,6 +137,14 @@ def main(argv=None) -> int:
         ("mutant: assisted with #47932 reintroduced (raw q)", "AssistedCandidateGenerator", plain,
          _patched(candidate_generator.AssistedCandidateGenerator, "_generate_candidates", _raw_q), "failed"),
     ]
+    if dflash() is not None:
+        runs += [
+            ("DFlash block drafts (blocks of 4, 8 new tokens)", "DFlashTokenCandidateGenerator", dflash(),
+             contextlib.nullcontext(), "passed"),
+            # token 1: the draft this pair most often accepts with a token committed after it
+            ("DFlash, stop token 1 (#47912)", "DFlashTokenCandidateGenerator", dflash(eos=1),
+             contextlib.nullcontext(), "passed" if fixed_47912 else "failed"),
+        ]
     print(f"transformers {transformers.__version__}; tiny Llama pairs (V = 32, and 32 / 26 over two tokenizers) and a "
           f"tiny Gemma 4 pair (V = 32), top-k 3, do_sample=True, "
           f"{args.max_new_tokens} new tokens per row, quick mode, seed 0\n")
@@ -137,10 +157,10 @@ def main(argv=None) -> int:
             continue
         setup = dict(setup)
         loop, prompts = setup.pop("loop"), setup.pop("prompts", fx.PROMPTS)
+        new_tokens = setup.pop("max_new_tokens", args.max_new_tokens)
         started = time.perf_counter()
         with patch:
-            report = check_generator(loop, **setup, prompts=prompts, max_new_tokens=args.max_new_tokens,
-                                     mode="quick", seed=0)
+            report = check_generator(loop, **setup, prompts=prompts, max_new_tokens=new_tokens, mode="quick", seed=0)
         took = time.perf_counter() - started
         first = [r.tv_plugin for r in report.results if r.details.get("test") == "first_token"]
         calls = report.scenarios[0].target_calls_per_token if report.scenarios else None

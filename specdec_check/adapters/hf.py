@@ -20,7 +20,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 
 import numpy as np
@@ -192,6 +191,20 @@ def _quiet_transformers():
         hf_logging.set_verbosity(before)
 
 
+def _new_tokens(sequence, ids, max_new_tokens: int, eos, target) -> np.ndarray:
+    """The row's new tokens, ``-1`` after them (int64 ``[max_new_tokens]``). With a stop token, the padding
+    transformers appends after it becomes ``-1``; tokens it generated past the stop token stay, and the contract
+    names them (transformers #47912: a stop token accepted inside a drafted block did not end the row)."""
+    new = sequence[0, ids.shape[1]:].cpu().numpy()[:max_new_tokens]
+    if eos is not None:
+        stops = np.flatnonzero(np.isin(new, np.atleast_1d(eos)))
+        if stops.size and (new[stops[0] + 1:] == target.generation_config.pad_token_id).all():
+            new = new[:stops[0] + 1]
+    row = np.full(max_new_tokens, -1, dtype=np.int64)
+    row[:new.shape[0]] = new
+    return row
+
+
 def _row_seeds(generator, n: int) -> list:
     if isinstance(generator, torch.Generator):
         return draw_seeds(generator, n)
@@ -251,28 +264,28 @@ def from_hf_generate(**generate_kwargs):
         rows = prompts.detach().cpu().numpy() if is_torch else np.asarray(prompts)
         # a block drafter (DFlash's assistant) is a bare model with no generation_config: its block size is its own
         drafts_by_config = getattr(hf_draft, "generation_config", None) is not None
-        configs = (copy.deepcopy(hf_target.generation_config),
-                   copy.deepcopy(hf_draft.generation_config) if drafts_by_config else None)
+        # transformers' heuristics write into the models' generation configs (the assistant's num_assistant_tokens
+        # after each generate): each row starts from the configs as they were, restored attribute by attribute in
+        # the same objects, and the caller gets them back as given
+        configs = [hf_target.generation_config] + ([hf_draft.generation_config] if drafts_by_config else [])
+        saved = [dict(vars(config)) for config in configs]
         out = np.full((rows.shape[0], max_new_tokens), -1, dtype=np.int64)
-        for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
-            hf_target.generation_config = copy.deepcopy(configs[0])
-            if drafts_by_config:
-                hf_draft.generation_config = copy.deepcopy(configs[1])
-                hf_draft.generation_config.num_assistant_tokens = int(gamma)
-            ids = torch.tensor([bos + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
-            assistant = {} if lookup else {"assistant_model": hf_draft}
-            with forked_global_rng(torch.device("cpu"), seed), torch.no_grad(), _quiet_transformers():
-                sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
-                                              max_new_tokens=int(max_new_tokens), **assistant, **settings)
-            new = sequence[0, ids.shape[1]:].cpu().numpy()[:max_new_tokens]
-            if eos is not None:  # the contract: -1 after the stop token (transformers pads with pad_token_id)
-                stops = np.flatnonzero(np.isin(new, np.atleast_1d(eos)))
-                pad = hf_target.generation_config.pad_token_id
-                if stops.size and (new[stops[0] + 1:] == pad).all():
-                    new = new[:stops[0] + 1]
-                # else: tokens transformers generated past the stop token stay, and the contract names them
-                # (transformers #47912: a stop token accepted inside a drafted block did not end the row)
-            out[i, :new.shape[0]] = new
+        with _quiet_transformers():
+            for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
+                for config, attributes in zip(configs, saved):
+                    vars(config).clear()
+                    vars(config).update(attributes)
+                if drafts_by_config:
+                    hf_draft.generation_config.num_assistant_tokens = int(gamma)
+                ids = torch.tensor([bos + [int(t) for t in rows[i] if t >= 0]], dtype=torch.int64)
+                assistant = {} if lookup else {"assistant_model": hf_draft}
+                with forked_global_rng(torch.device("cpu"), seed), torch.no_grad():
+                    sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
+                                                  max_new_tokens=int(max_new_tokens), **assistant, **settings)
+                out[i] = _new_tokens(sequence, ids, max_new_tokens, eos, hf_target)
+        for config, attributes in zip(configs, saved):  # the caller's configs as they were given
+            vars(config).clear()
+            vars(config).update(attributes)
         return torch.from_numpy(out).to(prompts.device) if is_torch else out
 
     generate.__name__ = generate.__qualname__ = "from_hf_generate(GenerationMixin.generate)"

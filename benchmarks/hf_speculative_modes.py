@@ -54,6 +54,33 @@ def _raw_q(self, generation_args):
     return out.sequences, torch.stack(out.logits, dim=1)
 
 
+def _accept_every_draft(candidate_input_ids, candidate_logits, candidate_length, new_logits, *args, **kwargs):
+    """``_speculative_sampling`` that accepts every draft and adds the target's bonus token (a mutant: the
+    drafter's law leaks into the output)."""
+    import torch
+
+    bonus = torch.multinomial(new_logits[0, -1].softmax(dim=-1), 1)[None]
+    return torch.cat([candidate_input_ids[:, -candidate_length:], bonus], dim=-1), candidate_length
+
+
+def _accepting_every_candidate():
+    """``GenerationMixin._assisted_decoding`` of the installed transformers with its sampled-match line (the
+    verification of candidates that come without a law: prompt lookup) changed to accept every candidate, the
+    target's own samples kept at each position (a mutant: each token is conditioned on the copied candidates)."""
+    import textwrap
+
+    from transformers.generation import utils
+
+    source = textwrap.dedent(inspect.getsource(utils.GenerationMixin._assisted_decoding))
+    line = "n_matches = ((~(candidate_new_tokens == selected_tokens[:, :-1])).cumsum(dim=-1) < 1).sum()"
+    if source.count(line) != 1:
+        raise RuntimeError("transformers' sampled-match line moved: update this mutant")
+    namespace = dict(vars(utils))
+    exec(compile(source.replace(line, "n_matches = torch.tensor(candidate_length)"), utils.__file__, "exec"),
+         namespace)
+    return namespace["_assisted_decoding"]
+
+
 def _target_logits_by_candidate_map(self, assistant_logits):
     """``AssistantToTargetTranslator.get_target_logits`` with the pruned head's logit ``k`` put at the target id of
     ``assistant_overlap_token_ids[k]``, the map ``get_target_ids`` uses for the candidate ids (the fix)."""
@@ -136,6 +163,13 @@ def main(argv=None) -> int:
          "passed"),
         ("mutant: assisted with #47932 reintroduced (raw q)", "AssistedCandidateGenerator", plain,
          _patched(candidate_generator.AssistedCandidateGenerator, "_generate_candidates", _raw_q), "failed"),
+        ("mutant: early exit accepting every draft", "EarlyExitCandidateGenerator",
+         {**plain, "loop": from_hf_generate(top_k=3, assistant_early_exit=1)},
+         _patched(transformers.generation.utils, "_speculative_sampling", _accept_every_draft), "failed"),
+        ("mutant: prompt lookup accepting every candidate", "PromptLookupCandidateGenerator",
+         {**plain, "loop": from_hf_generate(top_k=3, prompt_lookup_num_tokens=3), "prompts": fx.LOOKUP_PROMPTS},
+         _patched(transformers.generation.utils.GenerationMixin, "_assisted_decoding", _accepting_every_candidate()),
+         "failed"),
     ]
     if dflash() is not None:
         runs += [

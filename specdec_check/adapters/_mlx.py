@@ -18,7 +18,15 @@ def from_mlx_generate(step=None, *, temperature: float = 1.0, **kwargs):
     one): for each prompt row, ``mx.random.seed`` from the contract's generator, the row's real tokens as the
     prompt, ``num_draft_tokens = gamma``, ``max_tokens = max_new_tokens``, ``sampler = make_sampler(temp=
     temperature)`` (mlx-lm's own), other ``kwargs`` passed on (``logits_processors``, ``kv_bits``...). Each
-    yielded token is kept, up to ``max_new_tokens``."""
+    yielded token is kept, up to ``max_new_tokens``.
+
+    Example::
+
+        from mlx_lm import load
+        target, _ = load("mlx-community/...-8B-4bit")
+        draft, _ = load("mlx-community/...-0.5B-4bit")
+        report = check_generator(from_mlx_generate(), target=target, draft=draft, mode="quick")
+    """
     import mlx.core as mx
 
     if step is None:

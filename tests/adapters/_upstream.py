@@ -39,13 +39,30 @@ def vllm_dir():
 
 
 def gpt_fast_dir():
-    path = os.environ.get("SPECDEC_GPT_FAST_SRC")
+    return _env_dir("SPECDEC_GPT_FAST_SRC")
+
+
+def _env_dir(variable: str):
+    """The directory named by the environment variable, or None."""
+    path = os.environ.get(variable)
     return Path(path) if path else None
+
+
+@contextlib.contextmanager
+def _checkout(src: Path, packages: tuple):
+    """Import from the checkout ``src``: ``packages`` (top-level names) are dropped from ``sys.modules`` first
+    (another checkout's package of the same name), and ``src`` is on ``sys.path`` for the block."""
+    for name in [n for n in sys.modules if n.split(".")[0] in packages]:
+        del sys.modules[name]
+    sys.path.insert(0, str(src))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(src))
 
 
 def llmss_dir():
-    path = os.environ.get("SPECDEC_LLMSS_SRC")
-    return Path(path) if path else None
+    return _env_dir("SPECDEC_LLMSS_SRC")
 
 
 def load_llmss(src: Path) -> dict:
@@ -53,43 +70,31 @@ def load_llmss(src: Path) -> dict:
     ``{"speculative_sampling": fn, "utils": module, "kvcache_model": module, "speculative_sampling_module":
     module}`` (its ``__init__`` rebinds ``sampling.speculative_sampling`` to the function, so the modules are
     read from ``sys.modules``)."""
-    sys.path.insert(0, str(src))
-    try:
-        for name in [n for n in sys.modules if n == "sampling" or n.startswith("sampling.")]:
-            del sys.modules[name]  # another checkout's package of the same name
+    with _checkout(src, ("sampling",)):
         import sampling  # noqa: F401 - the checkout's package (it imports its globals.py too)
 
         return {"speculative_sampling": sys.modules["sampling"].speculative_sampling,
                 "utils": sys.modules["sampling.utils"], "kvcache_model": sys.modules["sampling.kvcache_model"],
                 "speculative_sampling_module": sys.modules["sampling.speculative_sampling"]}
-    finally:
-        sys.path.remove(str(src))
 
 
 def deepspec_dir():
-    path = os.environ.get("SPECDEC_DEEPSPEC_SRC")
-    return Path(path) if path else None
+    return _env_dir("SPECDEC_DEEPSPEC_SRC")
 
 
 def load_deepspec(src: Path) -> tuple:
     """``(base_evaluator, sampling)``: DeepSpec's real ``deepspec/eval/base_evaluator.py`` (its decode loop
     ``generate_decoding_sample``, ``verify_draft_tokens``, ``DraftProposal``) and ``deepspec/utils/sampling.py``,
     imported from ``src`` as they are (nothing stubbed)."""
-    for name in [n for n in sys.modules if n == "deepspec" or n.startswith("deepspec.")]:
-        del sys.modules[name]
-    sys.path.insert(0, str(src))
-    try:
+    with _checkout(src, ("deepspec",)):
         import deepspec.eval.base_evaluator as base_evaluator
         import deepspec.utils.sampling as sampling
 
         return base_evaluator, sampling
-    finally:
-        sys.path.remove(str(src))
 
 
 def romsto_dir():
-    path = os.environ.get("SPECDEC_ROMSTO_SRC")
-    return Path(path) if path else None
+    return _env_dir("SPECDEC_ROMSTO_SRC")
 
 
 def load_romsto(src: Path) -> dict:
@@ -97,17 +102,12 @@ def load_romsto(src: Path) -> dict:
     ``src``, nothing stubbed; ``"module"`` its ``sampling.speculative_decoding`` (read from ``sys.modules``: the
     package's ``__init__`` rebinds the name). Both checkouts name their package ``sampling``: whichever was loaded
     first is dropped from ``sys.modules``."""
-    for name in [n for n in sys.modules if n == "sampling" or n.startswith(("sampling.", "utils.")) or n == "utils"]:
-        del sys.modules[name]
-    sys.path.insert(0, str(src))
-    try:
+    with _checkout(src, ("sampling", "utils")):
         from sampling import speculative_generate
         from utils.logits_processor import MultinomialProcessor
 
         return {"speculative_generate": speculative_generate, "MultinomialProcessor": MultinomialProcessor,
                 "module": sys.modules["sampling.speculative_decoding"]}
-    finally:
-        sys.path.remove(str(src))
 
 
 def upstream_version(src: Path) -> str:

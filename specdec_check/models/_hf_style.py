@@ -94,5 +94,6 @@ def hf_style_call(model, input_ids=None, *, past_key_values=None, use_cache=None
         mask = torch.as_tensor(attention_mask, device=ids.device)
         if mask.shape == ids.shape:
             tokens = torch.where(mask.to(torch.bool), ids, -1)
-    laws = torch.as_tensor(model(tokens))[:, -new.shape[1]:]
+    laws = torch.as_tensor(model(tokens))
+    laws = laws[:, laws.shape[1] - new.shape[1]:]  # the new positions' laws (none for an empty input)
     return LawTensor.wrap(laws, ids, cache, use_cache)

@@ -33,7 +33,8 @@ def test_a_legacy_tuple_cache_continues_the_sequence_and_rolls_back_by_slicing(m
     again = model(input_ids=torch.tensor([[2]]), past_key_values=rolled)
     assert torch.allclose(again, model(torch.tensor([[1, 2]]))[:, -1:])
     assert model(torch.tensor([[1]]), use_cache=False).past_key_values is None
-    assert model.calls == 6 and model.device == torch.device("cpu")
+    assert model(torch.zeros((1, 0), dtype=torch.int64), past_key_values=prefill.past_key_values).shape == (1, 0, 5)
+    assert model.calls == 7 and model.device == torch.device("cpu")
 
 
 def test_a_transformers_cache_is_updated_in_place_and_an_attention_mask_pads(model):

@@ -49,16 +49,19 @@ def _roles(params: list, names: dict, fn) -> dict:
     return roles
 
 
-def _tokens(result, prompt: list, max_new_tokens: int, returns: str) -> list:
+def _flat(result) -> list:
     if isinstance(result, tuple):  # (tokens, statistics), as romsto's returns
         result = result[0]
-    flat = [int(t) for t in torch.as_tensor(result).reshape(-1).tolist()]
-    if returns == "auto":
-        # a whole sequence is the prompt and at least max_new_tokens more; a continuation alone is at most that
-        # long unless the loop overshoots (feifeibear's does, by up to gamma): then it must also repeat the prompt
-        returns = "sequence" if len(flat) >= len(prompt) + max_new_tokens and flat[:len(prompt)] == prompt else "new"
-    new = flat[len(prompt):] if returns == "sequence" else flat
-    return new[:max_new_tokens]
+    return [int(t) for t in torch.as_tensor(result).reshape(-1).tolist()]
+
+
+def _settles(flat: list, prompt: list, max_new_tokens: int):
+    """What one row proves about a loop's return convention: ``"new"`` when it cannot be the whole sequence (it
+    does not start with the prompt, or is too short to hold it and the new tokens), ``"sequence"`` when it can
+    only be (an empty prompt's ``-1`` first: a continuation holds tokens only), else None (either reading fits)."""
+    if flat[:len(prompt)] != prompt or len(flat) < len(prompt) + max_new_tokens:
+        return "new"
+    return "sequence" if prompt == [-1] else None
 
 
 def from_classic_loop(fn, *, returns: str = "auto", prompt_as: str = "auto", names: dict | None = None, **fixed):
@@ -68,8 +71,10 @@ def from_classic_loop(fn, *, returns: str = "auto", prompt_as: str = "auto", nam
     lacks); ``fixed`` keywords are passed on as they are (``temperature=1``, a logits processor, a stop token).
     ``prompt_as``: ``"tensor"`` (int64 ``[1, P]`` on the target's device), ``"list"`` (ids), or ``"auto"`` (a
     list when the prompt parameter is annotated ``List``/``list``, else a tensor). ``returns``: ``"sequence"``
-    (the prompt and its continuation), ``"new"`` (the continuation), or ``"auto"`` (a sequence when it starts
-    with the prompt and holds at least ``max_new_tokens`` more; name it for a loop whose rows may stop early). A row that ends before ``max_new_tokens`` keeps ``-1`` after its last token.
+    (the prompt and its continuation), ``"new"`` (the continuation), or ``"auto"``: settled by the first row
+    that proves it (one that does not start with its prompt or is shorter than the prompt and ``max_new_tokens``:
+    a continuation; an empty prompt's ``-1`` first: a sequence), rows before it that fit both readings read as
+    a sequence. Name it for a loop that returns its continuation and may return more than ``max_new_tokens``. A row that ends before ``max_new_tokens`` keeps ``-1`` after its last token.
 
     Example (feifeibear/LLMSpeculativeSampling, as released)::
 
@@ -87,6 +92,8 @@ def from_classic_loop(fn, *, returns: str = "auto", prompt_as: str = "auto", nam
         annotation = str(params[roles["prompt"]].annotation).lower()
         prompt_as = "list" if "list" in annotation else "tensor"
 
+    settled = [None if returns == "auto" else returns]  # the convention, once a row has proven it
+
     def generate(*, target, draft, prompts, max_new_tokens, gamma, generator):
         rows = prompts.detach().cpu().numpy() if isinstance(prompts, torch.Tensor) else np.asarray(prompts)
         device = torch.device(getattr(target, "device", "cpu"))
@@ -100,7 +107,11 @@ def from_classic_loop(fn, *, returns: str = "auto", prompt_as: str = "auto", nam
             kwargs = {roles["prompt"]: given, roles["target"]: target, roles["draft"]: draft,
                       roles["max_new_tokens"]: int(max_new_tokens), roles["gamma"]: int(gamma), **fixed}
             with forked_global_rng(device, seed):
-                new = _tokens(fn(**kwargs), prompt, int(max_new_tokens), returns)
+                flat = _flat(fn(**kwargs))
+            if settled[0] is None:
+                settled[0] = _settles(flat, prompt, int(max_new_tokens))
+            # until a row proves it, a row that fits both readings is read as the whole sequence
+            new = (flat[len(prompt):] if (settled[0] or "sequence") == "sequence" else flat)[:max_new_tokens]
             out[i, :len(new)] = new
         return torch.from_numpy(out).to(prompts.device) if isinstance(prompts, torch.Tensor) else out
 

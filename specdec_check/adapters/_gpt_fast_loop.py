@@ -82,11 +82,12 @@ def _speculative_loop(speculative_decode, model, draft_model, prompt, max_new_to
     T = prompt.size(0)
     T_new = T + max_new_tokens
     max_seq_length = T_new + speculate_k + 1
-    model.setup_caches(max_batch_size=1, max_seq_length=max_seq_length)
-    draft_model.setup_caches(max_batch_size=1, max_seq_length=max_seq_length)
-    seq = torch.empty(T_new, dtype=prompt.dtype)
+    with torch.device(prompt.device):  # as gpt-fast's generate makes its caches
+        model.setup_caches(max_batch_size=1, max_seq_length=max_seq_length)
+        draft_model.setup_caches(max_batch_size=1, max_seq_length=max_seq_length)
+    seq = torch.empty(T_new, dtype=prompt.dtype, device=prompt.device)
     seq[:T] = prompt
-    input_pos = torch.arange(0, T)
+    input_pos = torch.arange(0, T, device=prompt.device)
     next_token = prefill(model, prompt.view(1, -1), input_pos, **sampling).clone()
     prefill(draft_model, prompt.view(1, -1), input_pos, **sampling)
     seq[T] = next_token.reshape(())
@@ -144,7 +145,8 @@ def from_gpt_fast_generate(fn, **sampling_kwargs):
         real = _is_gpt_fast_module(target) and _is_gpt_fast_module(draft)
         model, draft_model = (target, draft) if real else gpt_fast_models(target, draft)
         start = [] if real else [int(target.vocab_size)]  # the checker's models: BOS = id V starts each prompt
-        device = next(model.parameters()).device if real else torch.device("cpu")
+        weight = next(model.parameters(), None) if real else None
+        device = weight.device if weight is not None else torch.device("cpu")
         is_torch = isinstance(prompts, torch.Tensor)
         rows = prompts.detach().cpu().numpy() if is_torch else np.asarray(prompts)
         out = np.full((rows.shape[0], max_new_tokens), -1, dtype=np.int64)

@@ -191,6 +191,18 @@ def _quiet_transformers():
         hf_logging.set_verbosity(before)
 
 
+@contextlib.contextmanager
+def _restored(configs):
+    """The configs' attributes as they were on entry, given back on exit (a row that raised included)."""
+    saved = [dict(vars(config)) for config in configs]
+    try:
+        yield
+    finally:
+        for config, attributes in zip(configs, saved):
+            vars(config).clear()
+            vars(config).update(attributes)
+
+
 def _new_tokens(sequence, ids, max_new_tokens: int, eos, target) -> np.ndarray:
     """The row's new tokens, ``-1`` after them (int64 ``[max_new_tokens]``). With a stop token, the padding
     transformers appends after it becomes ``-1``; tokens it generated past the stop token stay, and the contract
@@ -270,7 +282,7 @@ def from_hf_generate(**generate_kwargs):
         configs = [hf_target.generation_config] + ([hf_draft.generation_config] if drafts_by_config else [])
         saved = [dict(vars(config)) for config in configs]
         out = np.full((rows.shape[0], max_new_tokens), -1, dtype=np.int64)
-        with _quiet_transformers():
+        with _quiet_transformers(), _restored(configs):
             for i, seed in enumerate(_row_seeds(generator, rows.shape[0])):
                 for config, attributes in zip(configs, saved):
                     vars(config).clear()
@@ -283,9 +295,6 @@ def from_hf_generate(**generate_kwargs):
                     sequence = hf_target.generate(ids, attention_mask=torch.ones_like(ids), do_sample=True,
                                                   max_new_tokens=int(max_new_tokens), **assistant, **settings)
                 out[i] = _new_tokens(sequence, ids, max_new_tokens, eos, hf_target)
-        for config, attributes in zip(configs, saved):  # the caller's configs as they were given
-            vars(config).clear()
-            vars(config).update(attributes)
         return torch.from_numpy(out).to(prompts.device) if is_torch else out
 
     generate.__name__ = generate.__qualname__ = "from_hf_generate(GenerationMixin.generate)"

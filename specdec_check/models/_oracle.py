@@ -144,16 +144,27 @@ def _cached_module_forward(module):
 
     def logits_of(tokens):
         rows, length = tokens.shape
+        device = _device_of(shadow)
         if shape[0] != (rows, length):
             # gpt-fast keeps caches that are large enough; rows must match exactly (the cache's batch dimension
-            # meets the query's in attention), so a new shape resets them.
+            # meets the query's in attention), so a new shape resets them; made on the model's device, as
+            # gpt-fast's generate makes them (under torch.device)
             shadow.max_batch_size = shadow.max_seq_length = -1
-            shadow.setup_caches(max_batch_size=rows, max_seq_length=length)
+            with torch.device(device):
+                shadow.setup_caches(max_batch_size=rows, max_seq_length=length)
             shape[0] = (rows, length)
-        device = next(shadow.parameters()).device
         return shadow(tokens.to(device), torch.arange(length, device=device))
 
     return logits_of
+
+
+def _device_of(module):
+    """Where a module's weights (else buffers) live; the CPU for a module with neither."""
+    import torch
+
+    tensor = next(module.parameters(), None)
+    tensor = next(module.buffers(), None) if tensor is None else tensor
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _vocab_of(fn):
@@ -188,7 +199,8 @@ def from_torch_module(fn, vocab_size: int | None = None, *, temperature=1.0, top
 
     dtype = None
     if isinstance(fn, torch.nn.Module):
-        dtype = str(next(fn.parameters()).dtype).replace("torch.", "")
+        weight = next(fn.parameters(), None)
+        dtype = None if weight is None else str(weight.dtype).replace("torch.", "")
     return ModelLaw(logits_of, int(vocab_size), name=name or getattr(fn, "__name__", type(fn).__name__),
                     temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, dtype=dtype or "float32")
 

@@ -118,3 +118,48 @@ def test_a_continuation_that_starts_like_its_prompt_is_not_mistaken_for_the_whol
     out = from_classic_loop(new_tokens_only)(target=model, draft=model, prompts=np.array([[2]]), max_new_tokens=3,
                                              gamma=2, generator=np.random.default_rng(0))
     assert out.tolist() == [[2, 2, 2]]
+
+
+def test_once_a_row_proves_the_loop_returns_its_continuation_every_later_row_is_read_so(model):
+    def overshooting(prefix, approx_model, target_model, max_len, gamma):
+        first = int(prefix[0, -1])
+        return [(first + 1) % 5] * 2 if first == 4 else [first] * (max_len + 2)  # continuation, too long
+
+    generate = from_classic_loop(overshooting)
+    kwargs = dict(target=model, draft=model, max_new_tokens=3, gamma=2, generator=np.random.default_rng(0))
+    assert generate(prompts=np.array([[4]]), **kwargs).tolist() == [[0, 0, -1]]  # not the prompt: a continuation
+    assert generate(prompts=np.array([[2]]), **kwargs).tolist() == [[2, 2, 2]]  # starts like its prompt: kept
+
+
+def test_the_checkers_models_need_no_torch_for_the_checkers_own_convention():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Blocked:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'torch':\n"
+            "            raise ImportError('torch is not installed here')\n"
+            "sys.meta_path.insert(0, Blocked())\n"
+            "import numpy as np\n"
+            "from specdec_check.checker.generator.caller import CountingModel\n"
+            "from specdec_check.models import MarkovModel\n"
+            "m = CountingModel(MarkovModel(np.full((3, 2), 0.5)))\n"
+            "print(m([[0, 1]]).shape, m(tokens=np.array([[1]])).shape)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "(1, 2, 2) (1, 1, 2)", out.stderr[-2000:]
+
+
+def test_a_loop_that_sets_attributes_on_its_counted_target_sets_them_on_the_target():
+    from specdec_check.checker.model_loop.caller import TargetCounter
+
+    class Callable:
+        def __call__(self, tokens):
+            return tokens
+
+    target = Callable()
+    counter = TargetCounter(target)
+    proxy = counter.wrapped()
+    proxy.cache_state = "warm"
+    proxy(1)
+    assert target.cache_state == "warm" and counter.calls == 1

@@ -4,6 +4,8 @@ as for every kind)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..core.guard import Guard
@@ -34,8 +36,8 @@ class CountingModel:
 
     def __call__(self, *args, **kwargs):
         self.calls += 1
-        if len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray):
-            return self.model(args[0])  # the checker's own convention, numpy: laws [B, T, V]
+        if (len(args) == 1 and not kwargs and isinstance(args[0], np.ndarray)) or "torch" not in sys.modules:
+            return self.model(*args, **kwargs)  # the checker's own convention (torch optional: no HF outputs)
         from ...models._hf_style import hf_style_call, is_hf_style_call
 
         if is_hf_style_call(args, kwargs):

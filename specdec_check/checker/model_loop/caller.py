@@ -48,7 +48,12 @@ class _CountingProxy:
         return self._target(*args, **kwargs)
 
     def __getattr__(self, name):
+        if name in ("_target", "_counter"):  # not set yet (a copy or unpickling in progress)
+            raise AttributeError(name)
         return getattr(self._target, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._target, name, value)  # what a loop sets on its target, the target keeps
 
 
 class ModelLoopCaller:

@@ -6,12 +6,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
-
 from . import _lattice
 from ._pooling import DEFAULT_MAX_BINS, DEFAULT_MIN_EXPECTED, pool, sorted_order
 from ._power import _detect, _poisson_at_mean, route_for, vv_weights
 from ._results import TestResultMixin
+from ._special import binom_cdf, binom_sf, poisson_cdf, poisson_sf
 from ._tv import _expected_null_tv, _tv, _tv_radius
 from ._validation import _alpha_iv, _counts_iv, _probs_iv
 
@@ -170,9 +169,9 @@ def _min_cell_tail(obs, bin_probs, n, poisson_mean):
     b = np.repeat(np.arange(len(bp)), lens)
     x = np.repeat(lo, lens) + np.arange(lens.sum()) - np.repeat(start, lens)
     if poisson_mean is None:  # exact binomial marginals of the multinomial
-        tail = np.minimum(stats.binom.sf(x - 1, n, bp[b]), stats.binom.cdf(x, n, bp[b]))
+        tail = np.minimum(binom_sf(x - 1, n, bp[b]), binom_cdf(x, n, bp[b]))
     else:                     # independent Poisson bins
-        tail = np.minimum(stats.poisson.sf(x - 1, poisson_mean * bp[b]), stats.poisson.cdf(x, poisson_mean * bp[b]))
+        tail = np.minimum(poisson_sf(x - 1, poisson_mean * bp[b]), poisson_cdf(x, poisson_mean * bp[b]))
     return tail[start[None, :] + obs - lo[None, :]].min(axis=-1)
 
 

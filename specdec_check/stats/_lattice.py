@@ -51,7 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import special, stats
+from scipy import special
+
+from ._special import poisson_pmf
 
 __all__ = ["ZTable", "LatticeTail", "BoundedTail", "z_table", "z_terms", "poisson_law", "conditional_law",
            "conditional_cost", "chernoff_conditional_law", "chernoff_cost", "null_mean", "TAU"]
@@ -696,7 +698,7 @@ def conditional_law(table, n):
         return hit
     atoms = _atoms(table)
     frame = _frame(table, atoms)
-    p_n = float(stats.poisson.pmf(n, float(table.mu.sum())))
+    p_n = poisson_pmf(n, float(table.mu.sum()))
     M = _n_freq(n)
 
     def run(i):
@@ -762,7 +764,7 @@ def chernoff_conditional_law(table, n):
     atoms = _atoms(table)
     frame = _frame(table, atoms)
     M = _n_freq(n)
-    p_n = float(stats.poisson.pmf(n, float(table.mu.sum())))
+    p_n = poisson_pmf(n, float(table.mu.sum()))
     n2d, _ = _atoms_2d(table)
     mult = atoms.mult.astype(np.int64)
     # tilts theta sd from 0.3 to 12 (tails ~0.9 down to ~1e-30), capped where the terms' truncation ends it

@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from . import _lattice
 from ._pooling import DEFAULT_MAX_BINS, DEFAULT_MIN_EXPECTED, pool, sorted_order
 from ._results import to_builtin
+from ._special import norm_isf, poisson_pmf
 from ._validation import _alpha_iv, _positive_int_iv, _probs_iv
 
 __all__ = ["Detectability", "detectability", "min_detectable_tv", "samples_for"]
@@ -50,7 +50,7 @@ SAMPLINGS = ("fixed", "poisson")
 
 
 def _poisson_at_mean(n):
-    return float(stats.poisson.pmf(n, n)) if n > 0 else 1.0
+    return poisson_pmf(n, n) if n > 0 else 1.0
 
 
 def vv_weights(bin_probs):
@@ -137,7 +137,9 @@ def _eps_for_family(n, P, w, z_thr, z_beta, shape, signs):
 
     if power_gap(1.0) < 0:
         return 1.0
-    return float(optimize.brentq(power_gap, 1e-9, 1.0, xtol=1e-7, rtol=1e-7))
+    from scipy.optimize import brentq  # imported where used: scipy.optimize costs 0.1 s to import
+
+    return float(brentq(power_gap, 1e-9, 1.0, xtol=1e-7, rtol=1e-7))
 
 
 @dataclass(frozen=True)
@@ -172,14 +174,14 @@ def _detect(pl, n, alpha, power, sampling, conditional):
     table = _lattice.z_table(mu_n, w)
     route = route_for(table, n, sampling, conditional)
     z_thr = _z_threshold(table, n, alpha / 2.0, route)
-    z_beta = float(stats.norm.isf(1.0 - power))
+    z_beta = norm_isf(1.0 - power)
     order = np.argsort(-P, kind="stable")
     Po, wo = P[order], w[order]
     eps_vv = _eps_for_family(n, Po, wo, z_thr, z_beta, Po ** (2.0 / 3.0), _signs_balanced(Po ** (2.0 / 3.0)))
     eps_p = _eps_for_family(n, Po, wo, z_thr, z_beta, Po, _signs_balanced(Po))
     # concentrated: eps from the heaviest bin to the next; max-cell (alpha / 2 over 2B tails) or global
     v = float(Po[0] * (1.0 - Po[0]))
-    z_m = float(stats.norm.isf(alpha / (4.0 * B)))
+    z_m = norm_isf(alpha / (4.0 * B))
     eps_mc = (z_m + z_beta) * np.sqrt(v / n)
     shape = np.zeros(B)
     shape[0], shape[1] = -1.0, 1.0

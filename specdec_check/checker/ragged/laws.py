@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
 from ..chain.contract import ParsedStep, dropped_final, impossible_events
 from ..chain.counts import Step, StepCounts
@@ -111,10 +110,12 @@ class RequestPitTally(PitTally):
     def request_summary(self) -> list:
         """Per request with samples: its count and a descriptive chi-square p-value of its PIT bins
         against uniform (most deviant first)."""
+        from scipy.stats import chisquare  # scipy.stats costs 1 s to import: only where a report lists requests
+
         rows = []
         for i in np.flatnonzero(self.per_request.sum(axis=1)):
             counts = self.per_request[i]
-            pvalue = float(sps.chisquare(counts).pvalue) if counts.sum() > 1 else 1.0
+            pvalue = float(chisquare(counts).pvalue) if counts.sum() > 1 else 1.0
             rows.append({"request": int(i), "description": self.describe(i), "n": int(counts.sum()), "pvalue": pvalue})
         return sorted(rows, key=lambda r: r["pvalue"])
 

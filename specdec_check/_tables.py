@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["categorical", "categorical_from_table", "exclusive_cumsum", "last_positive", "search_table"]
+__all__ = ["categorical", "categorical_from_table", "exclusive_cumsum", "last_positive", "search_table",
+           "search_table_of"]
 
 
 def categorical(probs: np.ndarray, generator: np.random.Generator, *, cdf: np.ndarray | None = None) -> np.ndarray:
@@ -47,6 +48,16 @@ def search_table(below: np.ndarray) -> np.ndarray:
     rows, width = below.shape
     padded = np.full((rows, 1 << int(np.ceil(np.log2(width)))), np.inf)
     padded[:, :width] = below
+    return padded
+
+
+def search_table_of(rows: np.ndarray) -> np.ndarray:
+    """``search_table(exclusive_cumsum(rows))`` for rows [K, V], the cumulative sums written straight into the
+    padded table (the same floats, without the [K, V + 1] intermediate: 15.6 MB at V = 32,000, K = 61)."""
+    count, vocab = rows.shape
+    padded = np.full((count, 1 << int(np.ceil(np.log2(vocab + 1)))), np.inf)
+    padded[:, 0] = 0.0
+    np.cumsum(rows, axis=1, out=padded[:, 1:vocab + 1])
     return padded
 
 

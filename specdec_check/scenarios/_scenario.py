@@ -11,7 +11,7 @@ from .._validation import as_token_array, check_gamma, check_probability_rows
 from ..exact import num_step_outcomes
 from ..models import CausalModel
 from ..models import last_context_indices
-from .._tables import categorical, categorical_from_table, exclusive_cumsum, search_table
+from .._tables import categorical, categorical_from_table, search_table_of
 from ._memory import populated_empty
 
 __all__ = ["GeneratorScenario", "LawTables", "VerifierDraw", "VerifierScenario", "distinct_laws"]
@@ -97,9 +97,8 @@ class LawTables:
             self.final_below[part, 0] = 0.0
             np.cumsum(rows, axis=1, out=self.final_below[part, 1:])
         self.target_below = self.final_below[self.rows:]
-        self.draft_below = exclusive_cumsum(draft)
-        #: ``draft_below`` padded for :func:`~specdec_check._tables.categorical_from_table`.
-        self.draft_search = search_table(self.draft_below)
+        #: The draft rows' exclusive cumulative rows, padded for :func:`~specdec_check._tables.categorical_from_table`.
+        self.draft_search = search_table_of(draft)
         #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_below``: collision probabilities.
         self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])
 

@@ -164,11 +164,12 @@ class ChainKind(Kind):
                     if block is None or block.uses >= reuse:
                         if block is not None and not caller.unchanged(block.draw):
                             return
-                        block = caller.release(block)  # the old block's arrays go before the next are drawn
+                        # the old block's arrays go before the next are drawn (``windows`` held its draw too)
+                        block = windows = caller.release(block)
                         block = VerifierBlock(inputs.next(), conditional=laws_conditional, tables=caller.tables)
                     windows = [block.draw]
                 else:
-                    block = caller.release(block)
+                    block = windows = whole = caller.release(block)
                     whole, windows = inputs.next_group(calls - done)
                     block = VerifierBlock(whole, conditional=laws_conditional, tables=caller.tables)
                 done += len(windows)

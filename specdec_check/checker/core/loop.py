@@ -54,7 +54,7 @@ def law_loop(kind, ctx, caller, counts, checks, calls: int, reuse: int) -> None:
                 break
             if not all(check.absorb(step) for check in checks) or any(check.rejected_early for check in checks):
                 break
-            block = windows = outputs = step = None  # this block's arrays go before the feed draws the next
+            block = windows = window = outputs = step = None  # this block's arrays go before the feed draws the next
     finally:
         feed.close()  # a kind's feed may check its last block's inputs when it is closed
 

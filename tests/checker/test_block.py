@@ -316,6 +316,35 @@ def test_populated_empty_is_a_plain_writable_array_that_can_be_frozen():
     assert big.shape == (POPULATE_BYTES // 8 // 4 + 1, 4) and np.array_equal(big[:2], np.full((2, 4), 1.5))
 
 
+def test_populated_empty_reuses_a_mapping_only_after_every_view_of_its_array_is_gone():
+    import gc
+
+    from specdec_check.scenarios import _memory
+
+    _memory.release_mappings()
+    rows = _memory.POPULATE_BYTES // 8  # [rows, 4] float64: four times the smallest mapped array
+    first = _memory.populated_empty((rows, 4))
+    first[...] = 7.0
+    address = first.__array_interface__["data"][0]
+    view = first[1:]
+    view.setflags(write=False)  # a sampler's read-only view of its input keeps the mapping in use
+    del first
+    gc.collect()
+    second = _memory.populated_empty((rows, 4))
+    assert second.__array_interface__["data"][0] != address and float(view[0, 0]) == 7.0
+    del view
+    gc.collect()
+    third = _memory.populated_empty((rows // 2 + 1, 4))  # about half the size: the kept mapping serves it
+    assert third.__array_interface__["data"][0] == address and third.flags.writeable
+    tiny = _memory.populated_empty((rows // 4, 4))  # a quarter: no kept mapping is pinned for it
+    assert tiny.__array_interface__["data"][0] != address
+    del second, third, tiny
+    gc.collect()
+    assert _memory._kept
+    _memory.release_mappings()
+    assert not _memory._kept
+
+
 def test_draw_rejects_law_tables_that_do_not_cover_its_contexts():
     from specdec_check.scenarios import LawTables
 

@@ -52,7 +52,7 @@ def _outputs(draw):
     """Near-valid outputs: drafts, a stop, a final token or -1, padding, then a few corruptions."""
     vocab = draw(st.integers(2, 6))
     gamma = draw(st.integers(0, 5))
-    batch = draw(st.integers(1, 6))
+    batch = draw(st.integers(1, 12))  # both sides of SMALL_CALL_ROWS (int64 outputs of up to 8 rows: row by row)
     drafts = np.array(draw(st.lists(st.lists(st.integers(0, vocab - 1), min_size=gamma, max_size=gamma),
                                     min_size=batch, max_size=batch)), dtype=np.int64).reshape(batch, gamma)
     out = np.full((batch, gamma + 1), -1, dtype=np.int64)

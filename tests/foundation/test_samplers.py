@@ -166,3 +166,83 @@ def test_numpy_verify_emits_only_possible_outcomes_for_any_inputs(inputs, seed):
         assert k >= 0 and (out[b, : k + 1] >= 0).all() and (out[b, k + 1:] == -1).all(), out[b]
         np.testing.assert_array_equal(out[b, :k], ids[b, :k])
         assert law[b, k, out[b, k]] > 0, (b, k, out[b].tolist())
+
+
+def _outcome(kernel, ids, dp, tp, uniforms):
+    """A kernel's output, or the type of the error it raised."""
+    try:
+        return kernel(ids, dp, tp, uniforms)
+    except (ValueError, IndexError) as exc:
+        return type(exc)
+
+
+def _whole(ids, dp, tp, uniforms):
+    """numpy_verify itself on these uniforms (it picks the scalar or a vectorised path)."""
+    from specdec_check.samplers import _numpy_verify as nv
+
+    return nv.numpy_verify(draft_token_ids=ids, draft_probs=dp, target_probs=tp, generator=_Fixed(uniforms))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(inputs=verifier_inputs(max_gamma=4, max_rows=6, max_vocab=9), seed=st.integers(0, 2**32 - 1))
+def test_the_scalar_path_gives_the_vectorised_output_bit_for_bit(inputs, seed):
+    """Small calls run on Python floats (``_verify_scalar``); on the same uniforms the general kernel gives the
+    same output (valid inputs: only a row whose inverse CDF overflows is handed to the vectorised paths)."""
+    from specdec_check.samplers import _numpy_verify as nv
+
+    ids, dp, tp = inputs.draft_token_ids, inputs.draft_probs, inputs.target_probs
+    uniforms = np.random.default_rng(seed).random((ids.shape[0], ids.shape[1] + 1))
+    assert nv._scalar_path_applies(ids, dp, tp)
+    general = nv._verify_general(ids, dp, tp, uniforms)
+    scalar = nv._verify_scalar(ids, dp, tp, uniforms)
+    if scalar is not None:
+        np.testing.assert_array_equal(scalar, general)
+    np.testing.assert_array_equal(_whole(ids, dp, tp, uniforms), general)
+
+
+@pytest.mark.parametrize("spoil", ["nan-later-draft", "inf-draft", "nan-row", "inf-row", "zero-row", "id-out-of-range",
+                                   "negative-id"])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_scalar_path_hands_every_bad_input_to_the_vectorised_kernels(spoil, seed):
+    """Inputs the vectorised kernels reject (a NaN or infinite probability at any drafted token, also after the
+    row's rejection; a row to sample with no finite mass or none at all; a draft id outside [0, V)): the scalar
+    path declines them, and numpy_verify answers as the general kernel does (raises, or wraps a negative id)."""
+    from specdec_check.samplers import _numpy_verify as nv
+
+    rng = np.random.default_rng(seed)
+    batch, gamma, vocab = 3, 3, 5
+    dp, tp = rng.dirichlet(np.ones(vocab), (batch, gamma)), rng.dirichlet(np.ones(vocab), (batch, gamma + 1))
+    ids = rng.integers(0, vocab, (batch, gamma))
+    uniforms = rng.random((batch, gamma + 1))
+    tp[1, 0, ids[1, 0]] = 0.0  # row 1 rejects its first draft (p = 0 there) ...
+    if spoil == "nan-later-draft":
+        tp[1, gamma - 1, ids[1, gamma - 1]] = np.nan  # ... so a NaN further on is never compared, yet an error
+    elif spoil == "inf-draft":
+        dp[1, gamma - 1, ids[1, gamma - 1]] = np.inf
+    elif spoil in ("nan-row", "inf-row"):
+        tp[1, 0, :] = np.nan if spoil == "nan-row" else np.inf
+        tp[1, 0, ids[1, 0]] = 0.0
+    elif spoil == "zero-row":
+        tp[1, 0, :] = 0.0
+        dp[1, 0, :] = 1.0 / vocab
+    else:
+        ids[1, 0] = vocab if spoil == "id-out-of-range" else -1
+    assert nv._verify_scalar(ids, dp, tp, uniforms) is None
+    general = _outcome(nv._verify_general, ids, dp, tp, uniforms)
+    whole = _outcome(_whole, ids, dp, tp, uniforms)
+    if spoil == "negative-id":  # numpy indexing wraps -1 to the last token: the general kernel answers
+        np.testing.assert_array_equal(whole, general)
+    else:
+        assert general in (ValueError, IndexError) and whole is general, (general, whole)
+
+
+class _Fixed(np.random.Generator):
+    """A generator whose one draw is the given uniforms."""
+
+    def __init__(self, uniforms):
+        super().__init__(np.random.PCG64(0))
+        self.uniforms = uniforms
+
+    def random(self, shape):
+        assert tuple(shape) == self.uniforms.shape
+        return self.uniforms

@@ -53,7 +53,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import special
 
-from ._special import poisson_pmf
+from ._special import logsumexp, poisson_pmf
 
 __all__ = ["ZTable", "LatticeTail", "BoundedTail", "z_table", "z_terms", "poisson_law", "conditional_law",
            "conditional_cost", "chernoff_conditional_law", "chernoff_cost", "null_mean", "TAU"]
@@ -414,7 +414,7 @@ def _leaf_2d(leaf, W, theta_h, M):
     N, x, p = leaf
     with np.errstate(divide="ignore"):  # pmf values that underflow to 0 weigh exp(-inf) = 0, as they should
         lw = np.log(p) + theta_h * x
-    ls = float(special.logsumexp(lw))
+    ls = float(logsumexp(lw))
     A = np.bincount((N % M) * W + x % W, np.exp(lw - ls), M * W).reshape(M, W)
     return A, ls
 
@@ -527,10 +527,10 @@ def _window(c, lo_nat, ls, mean, var, Wn, theta_h):
                 if lm.max() < 700.0:
                     out[r, 0] += np.exp(lm).sum()
                 else:  # not representable: count the real mass as rejection instead (conservative)
-                    extra[r] += np.exp(special.logsumexp(np.log(c[r, :s]) + ls[r] - theta_h * (lo_nat[r] + x[:s])))
+                    extra[r] += np.exp(logsumexp(np.log(c[r, :s]) + ls[r] - theta_h * (lo_nat[r] + x[:s])))
             if s + Wn < L:
                 xs = x[s + Wn:]
-                extra[r] += np.exp(special.logsumexp(np.log(c[r, s + Wn:]) + ls[r] - theta_h * (lo_nat[r] + xs)))
+                extra[r] += np.exp(logsumexp(np.log(c[r, s + Wn:]) + ls[r] - theta_h * (lo_nat[r] + xs)))
     return out, lo_nat + shift, np.nan_to_num(extra, nan=0.0)
 
 
@@ -778,7 +778,7 @@ def chernoff_conditional_law(table, n):
     for d, (N, x, p) in enumerate(n2d):
         with np.errstate(divide="ignore"):  # underflowed pmf values: weight exp(-inf) = 0
             lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
-        ls[d] = special.logsumexp(lw, axis=1)
+        ls[d] = logsumexp(lw, axis=1)
         w = np.exp(lw - ls[d][:, None])
         G = len(theta)
         if len(N) <= M:  # consecutive counts fall on distinct places mod M: placed, not summed (the same numbers)
@@ -801,7 +801,7 @@ def chernoff_conditional_law(table, n):
     # configurations with some count outside: union bound over bins, T unknown (counted whole)
     logK = (mult[:, None] * lE).sum(axis=0)
     with np.errstate(divide="ignore"):
-        log_out = special.logsumexp(np.log(mult)[:, None] + lq[:, None] + theta[None, :] * table.tau_idx[table.leaf_rep][:, None]
+        log_out = logsumexp(np.log(mult)[:, None] + lq[:, None] + theta[None, :] * table.tau_idx[table.leaf_rep][:, None]
                                     + logK[None, :] - lE, axis=0)
     logU = np.logaddexp(log_in, log_out)
     law = BoundedTail(poisson_law(table), p_n, theta, logU)

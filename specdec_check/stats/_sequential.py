@@ -8,6 +8,7 @@ from scipy import special
 
 from ._results import to_builtin
 from ._pooling import DEFAULT_MIN_EXPECTED, pool
+from ._special import logsumexp
 from ._validation import _alpha_iv, _counts_iv, _positive_int_iv, _probs_iv
 
 __all__ = ["SequentialIdentityTest", "SequentialTestResult", "dm_log_evalues", "concentrations_for"]
@@ -153,7 +154,7 @@ class SequentialIdentityTest:
             - float((add[changed] * self._logp[changed]).sum())
         self._bin_counts[changed] = new
         le = special.gammaln(self._conc) - special.gammaln(self._conc + self._n) + self._cells
-        self._log_e = float(special.logsumexp(le) - np.log(len(self._conc)))
+        self._log_e = float(logsumexp(le) - np.log(len(self._conc)))
         self._max_log_e = max(self._max_log_e, self._log_e)
         return self
 

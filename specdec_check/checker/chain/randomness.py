@@ -55,7 +55,7 @@ class Independence(Check):
         ctx, caller, s = self.ctx, self.caller, self.ctx.scenario
         label = "rows within a call" if within_call else "calls with fresh generators"
         alpha = ctx.spend("independence_rows" if within_call else "independence_calls") / INDEPENDENCE_TESTS_PER_PAIRING
-        hits, probs, n_calls = 0, [], 0
+        hits, probs = 0, []
         pit = PairPits(np.random.default_rng(ctx.rng.integers(2**63)))
         max_calls = max(MIN_CALLS, min(ctx.mode.max_calls // RANDOMNESS_SHARE,
                                        int(ctx.mode.max_cells // (RANDOMNESS_SHARE * cells_per_call(s)))))
@@ -66,32 +66,49 @@ class Independence(Check):
         # width adds one unpaired row last, so the call has the scenario's own (odd) batch size.
         inputs = caller.pool_of(half + width % 2 if within_call else RANDOMNESS_ROWS, windows=windows)
         layout = np.concatenate([np.repeat(np.arange(half), 2), np.arange(half, half + width % 2)])
-        draw = paired = block = first = second = out = None
-        while len(probs) == 0 or sum(p.size for p in probs) < pairs:
-            if n_calls >= max_calls:
-                break
-            draw = block = first = second = out = None  # the last window's arrays go before the next are drawn
-            draw = inputs.next()
-            if within_call:
-                # the paired copy replaces the draw before the call (the draw's arrays go: 41 MB at V = 32,000)
-                paired, draw = draw.head(layout), None
-                out = caller.call_host(paired, ctx.next_seed(), "independence")
-                n_calls += 1
-                if out is None:
-                    return
-                first, second = out[0:2 * half:2], out[1:2 * half:2]
-                draw = paired.head(slice(0, 2 * half, 2))  # rows 0..half-1: views of the copy, the draw freed
-                paired = None
+        # Each window adds the same number of pairs (``half`` rows, or the window's rows), so ``windows`` is how many
+        # the loop takes: as many as the pairs need, within the call budget.
+        per_window = half if within_call else width
+        done = 0
+        whole = group = paired = block = first = second = out = None
+        while done < windows:
+            whole = group = block = first = second = out = None  # the last group's arrays go before the next are drawn
+            # The windows of one pooled draw are called one by one (the same seeds in the same order) and their
+            # pairs judged together: one block of exact laws per pooled draw instead of one per window.
+            whole, group = inputs.next_group(windows - done)
+            firsts, seconds = [], []
+            for window in group:
+                if within_call:
+                    # the paired copy replaces the window before the call (its arrays go: 41 MB at V = 32,000)
+                    paired = window.head(layout)
+                    out = caller.call_host(paired, ctx.next_seed(), "independence")
+                    paired = None
+                    if out is None:
+                        return
+                    firsts.append(out[0:2 * half:2])
+                    seconds.append(out[1:2 * half:2])
+                else:
+                    firsts.append(caller.call_host(window, ctx.next_seed(), "independence"))
+                    seconds.append(caller.call_host(window, ctx.next_seed(), "independence")
+                                   if firsts[-1] is not None else None)
+                    if seconds[-1] is None:
+                        return
+            window = out = None
+            done += len(group)
+            if within_call:  # each window's first ``half`` rows are the paired ones
+                step = half + width % 2
+                rows = whole if step == half else whole.head(
+                    (np.arange(len(group))[:, None] * step + np.arange(half)[None, :]).reshape(-1))
             else:
-                first = caller.call_host(draw, ctx.next_seed(), "independence")
-                second = caller.call_host(draw, ctx.next_seed(), "independence") if first is not None else None
-                n_calls += 2
-                if second is None:
-                    return
-            block = VerifierBlock(draw, conditional=True, tables=self.caller.tables)
+                rows = whole
+            whole = group = None
+            first, second = np.concatenate(firsts), np.concatenate(seconds)
+            block = VerifierBlock(rows, conditional=True, tables=self.caller.tables)
             hits += int(np.all(first == second, axis=1).sum())
             probs.append(block.collision_probs(bonus_missing=bool(self.counts.bonus_missing)))
-            pit.add(block, parse_step(first, draw.draft_token_ids), parse_step(second, draw.draft_token_ids))
+            pit.add(block, parse_step(first, rows.draft_token_ids), parse_step(second, rows.draft_token_ids),
+                    windows=[per_window] * (first.shape[0] // per_window))
+            rows = None
         collision_verdict(ctx, "independence", label, hits, np.concatenate(probs), alpha)
         for what, (u_first, u_second) in pit.pairs().items():
             if u_first.size and not ctx.stopped:
@@ -109,16 +126,26 @@ class PairPits:
         self.rng = rng
         self.count, self.final = ([], []), ([], [])
 
-    def add(self, block, first, second) -> None:
+    def add(self, block, first, second, *, windows=None) -> None:
+        """The pairs of ``block``'s rows. ``windows``: the rows of the consecutive calls the block joins (one call
+        when None); the randomizing uniforms are drawn call by call, in the order one block per call draws them
+        (each side's count, then its final tokens), so joining calls changes no PIT value."""
         outcomes = [block.outcome(steps.accepted, steps.final) for steps in (first, second)]
         possible = np.logical_and.reduce([(o.count_mass > 0) for o in outcomes])
         with_final = possible & np.logical_and.reduce(
             [(steps.final >= 0) & (o.mass > 0) & (o.total > 0) for steps, o in zip((first, second), outcomes)])
         rows, finals = np.flatnonzero(possible), np.flatnonzero(with_final)
+        ends = np.cumsum(windows if windows is not None else [possible.size])
+        kept, with_token = np.searchsorted(rows, ends), np.searchsorted(finals, ends)  # rows before each call's end
+        draws = [[], [], [], []]  # side 0 counts, side 0 finals, side 1 counts, side 1 finals
+        for c in range(ends.size):
+            for side in (0, 1):
+                draws[2 * side].append(self.rng.random(kept[c] - (kept[c - 1] if c else 0)))
+                draws[2 * side + 1].append(self.rng.random(with_token[c] - (with_token[c - 1] if c else 0)))
         for side, o in enumerate(outcomes):  # block.pit_count and pit_final, on the kept rows
             self.count[side].append(pit_from_bounds(o.count_below[rows], o.count_mass[rows], block.count_total[rows],
-                                                    self.rng.random(rows.size), o.stop[rows]))
-            self.final[side].append(block.pit_final(o, finals, self.rng.random(finals.size)))
+                                                    np.concatenate(draws[2 * side]), o.stop[rows]))
+            self.final[side].append(block.pit_final(o, finals, np.concatenate(draws[2 * side + 1])))
 
     def pairs(self) -> dict:
         """``{what: (first PITs, second PITs)}``."""

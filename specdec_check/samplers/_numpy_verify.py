@@ -13,6 +13,9 @@ _BLOCK_CELLS = 1 << 17
 #: row at V = 7 costs about 125 us in the vectorised kernel's forty numpy calls and 15 us here; from about
 #: 300 cells the vectorised kernel is faster.
 _SCALAR_CELLS = 1024
+#: From this vocabulary on, the token is found by a binary search of each running sum instead of a count over
+#: it (at V = 32,000: 64 rows in 0.15 ms instead of 1.6 ms; below a few thousand entries the count is as fast).
+_SEARCH_MIN_VOCAB = 2048
 #: Below this many rows the column-by-column cumulative sum (one ufunc call per vocabulary entry)
 #: costs more in call overhead than ``np.cumsum(axis=1)`` spends per row.
 _COLUMN_CUMSUM_MIN_ROWS = 512
@@ -185,7 +188,13 @@ def _verify_contiguous(ids, draft_probs, target_probs, uniforms):
             total = block_cdf[:, -1]
             if not np.isfinite(total).all():
                 raise ValueError("target_probs or draft_probs is NaN or infinite in a row the step samples from.")
-            token[lo:hi] = np.count_nonzero(block_cdf <= (thresholds[lo:hi] * total)[:, None], axis=1)
+            cut = thresholds[lo:hi] * total
+            if gamma and vocab >= _SEARCH_MIN_VOCAB:
+                # laws max(0, p - q) >= 0 with a finite total: each running sum is non-decreasing, so the
+                # number of sums <= cut is where cut goes on the right (log V reads instead of a pass over V)
+                token[lo:hi] = [np.searchsorted(row, c, side="right") for row, c in zip(block_cdf, cut.tolist())]
+            else:
+                token[lo:hi] = np.count_nonzero(block_cdf <= cut[:, None], axis=1)
 
     overflow = token >= vocab  # u * total rounded up to total, or an all-zero row
     if overflow.any():

@@ -246,3 +246,27 @@ class _Fixed(np.random.Generator):
     def random(self, shape):
         assert tuple(shape) == self.uniforms.shape
         return self.uniforms
+
+
+@pytest.mark.parametrize("gamma", [0, 1, 3])
+def test_the_vectorised_kernel_on_large_vocabularies_matches_the_general_one(gamma):
+    """From V = 2,048 the contiguous kernel finds the token by a binary search of the running sum: on rows with
+    long runs of zeros (ties of the running sum), one-hot rows and a u that lands on the total, its output is the
+    general kernel's."""
+    from specdec_check.samplers import _numpy_verify as nv
+
+    rng = np.random.default_rng(gamma)
+    batch, vocab = 6, 4096
+    dp = rng.dirichlet(np.full(vocab, 0.05), (batch, gamma))
+    tp = rng.dirichlet(np.full(vocab, 0.05), (batch, gamma + 1))
+    tp[0, :, :] = 0.0
+    tp[0, :, 7] = 1.0  # one-hot target rows
+    tp[1, :, : vocab // 2] = 0.0  # half the vocabulary at zero: the running sum ties over it
+    tp[1] /= tp[1].sum(axis=-1, keepdims=True)
+    ids = rng.integers(0, vocab, (batch, gamma))
+    for seed in range(20):
+        uniforms = np.random.default_rng(seed).random((batch, gamma + 1))
+        uniforms[2, gamma] = np.nextafter(1.0, 0.0)
+        uniforms[1, gamma] = 0.0  # the cut is 0: it ties the running sum over the zeros, the token is past them
+        np.testing.assert_array_equal(nv._verify_contiguous(ids, dp, tp, uniforms),
+                                      nv._verify_general(ids, dp, tp, uniforms))

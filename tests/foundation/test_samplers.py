@@ -200,8 +200,8 @@ def test_the_scalar_path_gives_the_vectorised_output_bit_for_bit(inputs, seed):
     np.testing.assert_array_equal(_whole(ids, dp, tp, uniforms), general)
 
 
-@pytest.mark.parametrize("spoil", ["nan-later-draft", "inf-draft", "nan-row", "inf-row", "zero-row", "id-out-of-range",
-                                   "negative-id"])
+@pytest.mark.parametrize("spoil", ["nan-later-draft", "inf-draft", "nan-row", "inf-row", "nan-in-row", "inf-in-row",
+                                   "zero-row", "id-out-of-range", "negative-id"])
 @pytest.mark.parametrize("seed", range(4))
 def test_the_scalar_path_hands_every_bad_input_to_the_vectorised_kernels(spoil, seed):
     """Inputs the vectorised kernels reject (a NaN or infinite probability at any drafted token, also after the
@@ -222,6 +222,8 @@ def test_the_scalar_path_hands_every_bad_input_to_the_vectorised_kernels(spoil, 
     elif spoil in ("nan-row", "inf-row"):
         tp[1, 0, :] = np.nan if spoil == "nan-row" else np.inf
         tp[1, 0, ids[1, 0]] = 0.0
+    elif spoil in ("nan-in-row", "inf-in-row"):  # one entry of the row to sample, not a drafted token
+        tp[1, 0, (ids[1, 0] + 1) % vocab] = np.nan if spoil == "nan-in-row" else np.inf
     elif spoil == "zero-row":
         tp[1, 0, :] = 0.0
         dp[1, 0, :] = 1.0 / vocab

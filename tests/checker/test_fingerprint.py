@@ -14,7 +14,9 @@ BIG = WORDS_DIGEST_BYTES // 8 + 6  # items past the words-digest threshold
     np.random.default_rng(1).random(BIG),
     np.random.default_rng(2).integers(0, 50, BIG),
     np.random.default_rng(3).integers(0, 50, 1000),
-], ids=["float rows", "float vector", "int64 vector", "small int vector"])
+    np.random.default_rng(5).dirichlet(np.ones(7), (1, 2)),
+    np.random.default_rng(6).dirichlet(np.ones(7), (16, 5)),
+], ids=["float rows", "float vector", "int64 vector", "small int vector", "one row's laws", "sixteen rows' laws"])
 def test_every_single_write_changes_the_fingerprint(array):
     backend = make_backend("numpy")
     before = backend.fingerprint(array)
@@ -35,11 +37,13 @@ def test_every_single_write_changes_the_fingerprint(array):
         assert backend.fingerprint(swapped) != before
 
 
-def test_the_same_words_in_another_shape_or_dtype_are_another_fingerprint():
+@pytest.mark.parametrize("size", [BIG + 3, 27])  # past the words digest, and within the raw-bytes fingerprint
+def test_the_same_words_in_another_shape_or_dtype_are_another_fingerprint(size):
     backend = make_backend("numpy")
-    ints = np.arange(BIG + 3, dtype=np.int64)
+    ints = np.arange(size, dtype=np.int64)
     assert backend.fingerprint(ints) != backend.fingerprint(ints.view(np.uint64))
-    assert backend.fingerprint(ints[:-3].reshape(-1, BIG // 2)) != backend.fingerprint(ints[:-3].reshape(BIG // 2, -1))
+    half = (size - 3) // 2
+    assert backend.fingerprint(ints[:-3].reshape(-1, half)) != backend.fingerprint(ints[:-3].reshape(half, -1))
 
 
 @pytest.mark.parametrize("write", [np.negative, lambda a: 2.0 * a, lambda a: 0.5 * a],

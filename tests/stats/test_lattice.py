@@ -184,3 +184,25 @@ class TestTables:
         table = L.z_table(np.array([5.0, 5.0]), np.ones(2))
         assert table.index_of(np.array([1000, 0])) == table.tau_idx[0] + bin_index(table, 1, np.array(0))
         assert table.statistic(np.array([1000, 0])) == pytest.approx(L.TAU + L.z_terms(0, 5.0))
+
+
+def test_the_cache_keeps_its_byte_bound_and_an_evicted_law_is_recomputed_the_same(monkeypatch):
+    """The cache of tables, atoms, frames and laws is bounded by the bytes of its arrays: past the bound the least
+    recently used entries go, and a law computed again after its eviction is the same law."""
+    monkeypatch.setattr(L, "_CACHE", type(L._CACHE)())
+    monkeypatch.setattr(L, "_CACHE_SIZES", {})
+    mus = [np.full(8, 40.0), np.linspace(5.0, 60.0, 12), np.geomspace(2.0, 300.0, 20)]
+    tables = [L.z_table(mu, np.ones(mu.size)) for mu in mus]
+    first = L.poisson_law(tables[0])
+    held = sum(L._CACHE_SIZES[k] for k in L._CACHE)
+    assert held > 0 and first.sf(np.arange(-5, 40)).size == 45
+    monkeypatch.setattr(L, "_CACHE_BYTES", held)  # room for about what the first law needed
+    for table in tables[1:]:
+        L.poisson_law(table)
+        assert sum(L._CACHE_SIZES[k] for k in L._CACHE) <= held or len(L._CACHE) == 1
+    assert b"P" + tables[0].key not in L._CACHE  # evicted
+    again = L.poisson_law(tables[0])
+    assert again is not first
+    s = np.arange(first.lo0 - 3, first.lo0 + len(first.tail0) + 3)
+    np.testing.assert_array_equal(again.sf(s), first.sf(s))
+    assert again.isf(1e-6) == first.isf(1e-6)

@@ -187,7 +187,12 @@ class BatchInvariance(Check):
         budget = max(BATCH_MIN_CALLS, ctx.mode.max_calls // RANDOMNESS_SHARE)
         for _ in range(max(1, budget // s.rows_per_call + 1)):
             draw = caller.draw(rows=budget)
-            for b in range(min(s.rows_per_call, budget)):
+            used = min(s.rows_per_call, budget)
+            # every row's (k, y) law at once (row by row, the same numbers): the calls stay one row each
+            laws = step_law_given_acceptance(acceptance(draw.draft_token_ids[:used], draw.draft_probs[:used],
+                                                        draw.target_probs[:used]),
+                                             draw.draft_probs[:used], draw.target_probs[:used]).reshape(used, -1)
+            for b in range(used):
                 one = draw.head(slice(b, b + 1))
                 out = caller.call_host(one, ctx.next_seed(), "batch_invariance")
                 if out is None:
@@ -197,10 +202,8 @@ class BatchInvariance(Check):
                     continue
                 if self._impossible(one, step):
                     return
-                law = step_law_given_acceptance(acceptance(one.draft_token_ids, one.draft_probs, one.target_probs),
-                                                one.draft_probs, one.target_probs).reshape(1, -1)
                 try:
-                    tally.add(step.accepted * s.vocab_size + step.final, law, pit_rng)
+                    tally.add(step.accepted * s.vocab_size + step.final, laws[b:b + 1], pit_rng)
                 except ValueError as exc:  # a zero-mass outcome the tolerant events above let through
                     ctx.recorder.failure("impossible", f"in a single-row call: {exc}")
                     return

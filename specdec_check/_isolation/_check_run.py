@@ -83,9 +83,11 @@ def _clock(seconds: float) -> str:
 def _where(state) -> str:
     """``scenario 'x' (2 of 5), 37 sampler calls done`` from what the supervisor knows."""
     if state.header is None:
-        return "importing the sampler and planning the run"
+        return "importing the sampler and preparing the run"
     names = state.scenario_names
     name = state.call[0] if state.call else state.scenario
+    if name is None and not state.calls:  # the header comes before the plans: the run is sizing its law tests
+        return "planning the scenarios' sample sizes and shards (no sampler call yet)"
     position = ""
     if name is not None and names:
         position = f" ({min(len(state.parts) + 1, len(names))} of {len(names)})"

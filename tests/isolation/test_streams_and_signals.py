@@ -98,3 +98,18 @@ def test_heartbeat_period(text, value):
 def test_heartbeat_period_rejects(text):
     with pytest.raises(ValueError, match=f"SPECDEC_CHECK_HEARTBEAT_S must be a number of seconds >= 0 .*{text!r}"):
         heartbeat_period({"SPECDEC_CHECK_HEARTBEAT_S": text})
+
+
+def test_the_heartbeat_says_what_the_run_is_doing_before_its_first_call():
+    """Between the run's header and its first sampler call the run sizes its law tests (at --tv 1e-3 that is
+    minutes): the heartbeat says so, not "starting the first scenario"."""
+    from specdec_check._isolation._check_run import _where
+    from specdec_check._isolation._supervisor import RunState
+
+    state = RunState()
+    assert _where(state) == "importing the sampler and preparing the run"
+    state.absorb(("run", {"kind": "verifier"}, ["screen", "low-acceptance"]))
+    assert _where(state).startswith("planning the scenarios' sample sizes")
+    state.absorb(("progress", 0, 2, "screen"))
+    state.calls = 3
+    assert _where(state) == "scenario 'screen' (1 of 2), 3 sampler call(s) done"

@@ -86,8 +86,12 @@ def _where(state) -> str:
         return "importing the sampler and preparing the run"
     names = state.scenario_names
     name = state.call[0] if state.call else state.scenario
-    if name is None and not state.calls:  # the header comes before the plans: the run is sizing its law tests
-        return "planning the scenarios' sample sizes and shards (no sampler call yet)"
+    if name is None and not state.calls:  # the header comes before the plans; shards on workers report no calls
+        if state.progress is not None:
+            done, total, _ = state.progress
+            return f"{done} of {total} shard(s) finished in worker processes (their sampler calls are counted there)"
+        return ("planning the scenarios' sample sizes and shards, or running the first shards in worker processes "
+                "(no sampler call reported yet)")
     position = ""
     if name is not None and names:
         position = f" ({min(len(state.parts) + 1, len(names))} of {len(names)})"

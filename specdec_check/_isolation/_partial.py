@@ -38,11 +38,13 @@ def _progress_note(completed: int, planned) -> str:
     return f"this report is partial: {completed}{of} scenario(s) completed"
 
 
-def _where(call, scenario) -> str:
+def _where(call, scenario, completed: int = 0) -> str:
     if call is not None:
         return f"during call {call[1]} of scenario {call[0]!r}"
     if scenario:
         return f"in scenario {scenario!r} (outside a sampler call)"
+    if completed:  # scenarios finished, none running here: their shards ran in worker processes
+        return "while scenarios ran in worker processes"
     return "before the first scenario started"
 
 
@@ -71,7 +73,7 @@ def crash_finding(*, how: str, call, scenario, completed: int, planned, facts: d
     ``"was killed by signal SIGKILL (9)"``); ``facts`` the escaped exception's description.
     """
     subject = "the sampler" if call is not None else "the code under test"
-    message = (f"{subject} {how} {_where(call, scenario)}, ending the check before it reached a verdict "
+    message = (f"{subject} {how} {_where(call, scenario, completed)}, ending the check before it reached a verdict "
                f"(a sampler must return or raise an Exception, never end or kill its process); "
                f"{_progress_note(completed, planned)}.")
     evidence = {"how": how, "scenarios_completed": completed, "scenarios_planned": len(planned) if planned else None}
@@ -85,7 +87,7 @@ def crash_finding(*, how: str, call, scenario, completed: int, planned, facts: d
 
 def interrupt_finding(*, signal_name: str, call, scenario, completed: int, planned) -> dict:
     """The ``interrupted`` finding: SIGINT or SIGTERM stopped the run before its verdict."""
-    message = (f"the run was interrupted by {signal_name} {_where(call, scenario)}; "
+    message = (f"the run was interrupted by {signal_name} {_where(call, scenario, completed)}; "
                f"{_progress_note(completed, planned)}, and it proves nothing about the scenarios not run.")
     return {"kind": "failure", "check": "interrupted", "scenario": (call[0] if call else scenario) or "",
             "message": message,

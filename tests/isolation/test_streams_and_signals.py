@@ -110,6 +110,21 @@ def test_the_heartbeat_says_what_the_run_is_doing_before_its_first_call():
     assert _where(state) == "importing the sampler and preparing the run"
     state.absorb(("run", {"kind": "verifier"}, ["screen", "low-acceptance"]))
     assert _where(state).startswith("planning the scenarios' sample sizes")
+    state.absorb(("progress", 1, 9, "corpus-bigram [shard 1/3] done"))  # a shard finished on a worker
+    assert _where(state) == "1 of 9 shard(s) finished in worker processes (their sampler calls are counted there)"
+    state = RunState()
+    state.absorb(("run", {"kind": "verifier"}, ["screen", "low-acceptance"]))
     state.absorb(("progress", 0, 2, "screen"))
     state.calls = 3
     assert _where(state) == "scenario 'screen' (1 of 2), 3 sampler call(s) done"
+
+
+def test_an_interrupted_run_on_workers_is_not_said_to_have_stopped_before_its_first_scenario():
+    """A --workers run interrupted after 4 of 14 scenarios said "before the first scenario started"."""
+    from specdec_check._isolation._partial import interrupt_finding
+
+    message = interrupt_finding(signal_name="SIGINT", call=None, scenario=None, completed=4, planned=["s"] * 14)["message"]
+    assert "before the first scenario" not in message and "while scenarios ran in worker processes" in message
+    assert "4 of 14 scenario(s) completed" in message
+    first = interrupt_finding(signal_name="SIGINT", call=None, scenario=None, completed=0, planned=["s"] * 14)["message"]
+    assert "before the first scenario started" in first

@@ -13,34 +13,37 @@ default battery: 2.8-3.1 s with this split, 3.3-3.6 s when arrays from 1 MiB are
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 import weakref
 
 import numpy as np
 
-__all__ = ["populated_empty", "release_mappings"]
+__all__ = ["populated_empty", "release_mappings", "reusing_mappings"]
 
 #: numpy's huge-page threshold: smaller arrays come from its allocator (malloc reuses their pages).
 POPULATE_BYTES = 1 << 22
-#: A mapping whose array died is kept for the next array of about its size, up to this many bytes in all:
-#: a scenario of large calls draws arrays of the same few sizes again and again, and a reused mapping skips
-#: mapping and zeroing its pages again (14 ms per 82 MB draw at V = 32,000: 0.8 s of the default battery's
-#: CPU). Two draws of the largest default scenario fit; :func:`release_mappings` drops them all when a
-#: scenario ends, so no later scenario or caller holds them.
+#: Inside :func:`reusing_mappings` (a scenario's run), a mapping whose array died is kept for the next array of
+#: about its size, up to this many bytes in all: a scenario of large calls draws arrays of the same few sizes again
+#: and again, and a reused mapping skips mapping and zeroing its pages again (14 ms per 82 MB draw at V = 32,000:
+#: 0.8 s of the default battery's CPU). Two draws of the largest default scenario fit; a larger mapping is never
+#: kept, and every kept one is unmapped when the run ends. Outside a run nothing is kept.
 REUSE_BYTES = 192 << 20
 #: A kept mapping serves an array of at least 1 / REUSE_SLACK of its size (a small array does not pin a large one).
 REUSE_SLACK = 2
 
-_kept: list = []  # mappings whose arrays died, oldest first
-_lock = threading.Lock()
+_kept: list = []  # mappings whose arrays died, oldest first (appended by finalizers, without the lock)
+_lock = threading.Lock()  # taken by ordinary code only, never by a finalizer (a collection may run one anywhere)
+_runs = [0]  # how many reusing_mappings() blocks are open
 
 
 def populated_empty(shape, dtype=np.float64) -> np.ndarray:
     """``np.empty(shape, dtype)``, with its pages mapped up front when large (Linux ``MAP_POPULATE``).
 
-    The array owns an anonymous private mapping, kept for reuse when the array dies (``REUSE_BYTES``).
-    Where ``MAP_POPULATE`` is missing (not Linux) or the mapping fails, a plain ``np.empty``.
+    The array owns an anonymous private mapping, kept for reuse when the array dies inside a run
+    (:func:`reusing_mappings`). Where ``MAP_POPULATE`` is missing (not Linux) or the mapping fails, a plain
+    ``np.empty``.
     """
     dtype = np.dtype(dtype)
     count = int(np.prod(shape))
@@ -55,14 +58,30 @@ def populated_empty(shape, dtype=np.float64) -> np.ndarray:
         except (OSError, ValueError):
             return np.empty(shape, dtype)
     flat = np.frombuffer(buffer, dtype=dtype, count=count)
-    weakref.finalize(flat, _keep, buffer)  # every view of the array holds ``flat``: it dies last
+    # every view of the array holds ``flat``: it dies last; at exit nothing is worth keeping
+    weakref.finalize(flat, _keep, buffer).atexit = False
     return flat.reshape(shape)
 
 
+def _keep(buffer) -> None:
+    """A finalizer: the array died (the mapping is still exported until numpy lets go of it, so it is only listed
+    here; closing or trimming happens in ordinary code). No lock: a garbage collection may run this anywhere."""
+    if _runs[0] and len(buffer) <= REUSE_BYTES:
+        _kept.append(buffer)
+
+
+def _close(buffer) -> None:
+    with contextlib.suppress(BufferError, ValueError):  # still exported: it is unmapped when collected instead
+        buffer.close()
+
+
 def _reused(size: int):
-    """The smallest kept mapping that fits ``size`` bytes without pinning much more, taken out; or None."""
+    """The smallest kept mapping that fits ``size`` bytes without pinning much more, taken out; or None. The
+    oldest kept mappings past ``REUSE_BYTES`` are unmapped first."""
     with _lock:
-        fits = [m for m in _kept if size <= len(m) <= REUSE_SLACK * size]
+        while len(_kept) > 1 and sum(len(m) for m in list(_kept)) > REUSE_BYTES:
+            _close(_kept.pop(0))
+        fits = [m for m in list(_kept) if size <= len(m) <= REUSE_SLACK * size]
         if not fits:
             return None
         best = min(fits, key=len)
@@ -70,15 +89,23 @@ def _reused(size: int):
         return best
 
 
-def _keep(buffer) -> None:
-    with _lock:
-        _kept.append(buffer)
-        while sum(len(m) for m in _kept) > REUSE_BYTES:
-            _kept.pop(0).close()
-
-
 def release_mappings() -> None:
     """Unmap every kept mapping (the arrays that used them are gone)."""
     with _lock:
         while _kept:
-            _kept.pop().close()
+            _close(_kept.pop())
+
+
+@contextlib.contextmanager
+def reusing_mappings():
+    """Keep the mappings of large arrays that die inside the block for reuse; unmap them all when it ends."""
+    with _lock:
+        _runs[0] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _runs[0] -= 1
+            last = not _runs[0]
+        if last:
+            release_mappings()

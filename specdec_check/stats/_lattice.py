@@ -72,7 +72,9 @@ _CACHE: "OrderedDict[bytes, object]" = OrderedDict()
 #: The cache of tables, atoms, frames and laws keeps its most recently used entries up to this many bytes of
 #: arrays (and at most _CACHE_ENTRIES): a default verifier run computes 264 of about 9 MB in all, and with the
 #: former cap of 64 entries it evicted and recomputed some within the run (0.34 s of its CPU) and all of them in a
-#: second run in the same process (1.75 s); one atoms entry of a 59-leaf law at n = 5e7 holds ~30 MB.
+#: second run in the same process (1.75 s); one atoms entry of a 59-leaf law at n = 5e7 holds ~30 MB. The bytes are
+#: those an entry holds when it is stored: a law's tilted pass, computed later, is not counted, and a law's closure
+#: keeps its table's atoms and frame alive after their own entries are evicted, so this bounds the cache roughly.
 _CACHE_BYTES = 96 << 20
 _CACHE_ENTRIES = 4096
 _CACHE_SIZES: dict = {}  # key -> bytes of arrays the entry holds

@@ -20,6 +20,17 @@ from scipy.special import _ufuncs
 __all__ = ["binom_cdf", "binom_sf", "logsumexp", "norm_isf", "poisson_cdf", "poisson_pmf", "poisson_sf"]
 
 
+def _binom(which: str):
+    """Boost's binomial ``sf`` or ``cdf`` ufunc, as ``scipy.stats.binom`` calls it (in ``scipy.special._ufuncs`` in
+    recent scipy); where it is not there, ``scipy.stats.binom``'s own method (the same values, at the import's cost)."""
+    ufunc = getattr(_ufuncs, f"_binom_{which}", None)
+    if ufunc is not None:
+        return ufunc
+    from scipy import stats
+
+    return getattr(stats.binom, which)
+
+
 def binom_sf(k, n, p):
     """``scipy.stats.binom.sf(k, n, p)`` for integer ``n >= 0`` and ``0 <= p <= 1``: 1 below the support
     (k < 0), 0 from its top (k >= n), else Boost's binomial survival function at ``floor(k)``, clipped to [0, 1]."""
@@ -27,7 +38,7 @@ def binom_sf(k, n, p):
     inside = (k >= 0) & (k < n)
     out = np.where(k < 0, 1.0, 0.0)
     if inside.any():
-        out[inside] = np.clip(_ufuncs._binom_sf(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
+        out[inside] = np.clip(_binom("sf")(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
     return out
 
 
@@ -38,7 +49,7 @@ def binom_cdf(k, n, p):
     inside = (k >= 0) & (k < n)
     out = np.where(k >= n, 1.0, 0.0)
     if inside.any():
-        out[inside] = np.clip(_ufuncs._binom_cdf(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
+        out[inside] = np.clip(_binom("cdf")(np.floor(k[inside]), n[inside], p[inside]), 0, 1)
     return out
 
 

@@ -200,8 +200,8 @@ def test_the_scalar_path_gives_the_vectorised_output_bit_for_bit(inputs, seed):
     np.testing.assert_array_equal(_whole(ids, dp, tp, uniforms), general)
 
 
-@pytest.mark.parametrize("spoil", ["nan-later-draft", "inf-draft", "nan-row", "inf-row", "nan-in-row", "inf-in-row",
-                                   "zero-row", "id-out-of-range", "negative-id"])
+@pytest.mark.parametrize("spoil", ["none", "nan-later-draft", "inf-draft", "nan-row", "inf-row", "nan-in-row",
+                                   "inf-in-row", "zero-row", "id-out-of-range", "negative-id"])
 @pytest.mark.parametrize("seed", range(4))
 def test_the_scalar_path_hands_every_bad_input_to_the_vectorised_kernels(spoil, seed):
     """Inputs the vectorised kernels reject (a NaN or infinite probability at any drafted token, also after the
@@ -227,8 +227,14 @@ def test_the_scalar_path_hands_every_bad_input_to_the_vectorised_kernels(spoil, 
     elif spoil == "zero-row":
         tp[1, 0, :] = 0.0
         dp[1, 0, :] = 1.0 / vocab
-    else:
+    elif spoil != "none":
         ids[1, 0] = vocab if spoil == "id-out-of-range" else -1
+    if spoil == "none":  # the control: valid inputs take the scalar path, which answers as the general kernel
+        scalar = nv._verify_scalar(ids, dp, tp, uniforms)
+        assert scalar is not None
+        np.testing.assert_array_equal(scalar, nv._verify_general(ids, dp, tp, uniforms))
+        np.testing.assert_array_equal(_whole(ids, dp, tp, uniforms), scalar)
+        return
     assert nv._verify_scalar(ids, dp, tp, uniforms) is None
     general = _outcome(nv._verify_general, ids, dp, tp, uniforms)
     whole = _outcome(_whole, ids, dp, tp, uniforms)
@@ -250,7 +256,7 @@ class _Fixed(np.random.Generator):
         return self.uniforms
 
 
-@pytest.mark.parametrize("gamma", [0, 1, 3])
+@pytest.mark.parametrize("gamma", [0, 1, 3])  # gamma = 0 samples p itself: the count, not the search (a control)
 def test_the_vectorised_kernel_on_large_vocabularies_matches_the_general_one(gamma):
     """From V = 2,048 the contiguous kernel finds the token by a binary search of the running sum: on rows with
     long runs of zeros (ties of the running sum), one-hot rows and a u that lands on the total, its output is the

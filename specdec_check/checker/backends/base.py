@@ -138,6 +138,8 @@ class Backend:
         into the input changes it."""
         array = np.asarray(value)
         if array.nbytes <= RAW_FINGERPRINT_BYTES:  # its own bytes, with its dtype and shape: exact and cheap
+            if array.dtype.kind in "fc":
+                array = array + 0.0  # -0.0 as 0.0, as the product below sees it (a copy: the input is untouched)
             return f"{array.dtype.str}{array.shape}".encode() + array.tobytes()
         if array.dtype.kind == "f" and array.ndim and array.shape[-1]:
             # float32 rows in float32 (no float64 copy: 10x faster at V = 32,000), others in float64.

@@ -49,8 +49,8 @@ def check_output(out, draft_token_ids, vocab_size: int):
         return (f"the verifier returned {type(out).__name__}, not an array", {}), None
     if out.shape != (batch, gamma + 1):
         return (f"output shape {out.shape} != [B, gamma+1] = {(batch, gamma + 1)}", {"shape": list(out.shape)}), None
-    kind = out.dtype.kind  # "i" and "u" are numpy's integer types (np.integer), bool is "b"
-    if kind not in "iu":
+    kind = out.dtype.kind  # "i", "u" and "m" (timedelta64) are numpy's np.integer subtypes; bool is "b"
+    if kind not in "ium":
         return (f"output dtype {out.dtype} is not an integer type", {"dtype": str(out.dtype)}), None
     if batch <= SMALL_CALL_ROWS and out.dtype == np.int64:
         step = _small_step(out, draft_token_ids, vocab_size)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from ...scenarios._memory import release_mappings
+from ...scenarios._memory import reusing_mappings
 from .parts import PartEvidence, shard_calls
 from .tally import shipped
 
@@ -63,11 +63,9 @@ def law_loop(kind, ctx, caller, counts, checks, calls: int, reuse: int) -> None:
 def run_scenario(kind, ctx, sampler) -> None:
     """Run ``ctx``'s plan (see the module docstring); ``ctx`` then holds the outcome (and, for a shard of
     a split scenario, ``ctx.evidence``: what the driver merges). The input mappings kept for reuse during the
-    run are unmapped when it ends (:func:`~specdec_check.scenarios._memory.release_mappings`)."""
-    try:
+    run are unmapped when it ends (:func:`~specdec_check.scenarios._memory.reusing_mappings`)."""
+    with reusing_mappings():
         _run_scenario(kind, ctx, sampler)
-    finally:
-        release_mappings()
 
 
 def _run_scenario(kind, ctx, sampler) -> None:

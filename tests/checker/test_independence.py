@@ -134,3 +134,35 @@ def test_a_single_row_call_names_its_impossible_event_as_the_law_loop_does():
     messages = [f.message for f in report.findings if f.kind == "failure"]
     assert messages == ["in a single-row call: 1 row(s) emitted a bonus token the target gives probability zero; "
                         "first: row 0 (token 0 at position 1, target probability 0)"], messages
+
+
+@pytest.mark.parametrize("name", ["low-acceptance", "opposite-ranking", "draft-zeros"])
+def test_pair_pits_of_joined_calls_are_those_of_one_block_per_call(name):
+    """The independence check judges the calls of one pooled draw as one block (PairPits.add with ``windows``):
+    every PIT value, and the draws of its randomizing uniforms, are those of one block per call."""
+    from specdec_check.checker.chain.block import VerifierBlock
+    from specdec_check.checker.chain.contract import parse_step
+    from specdec_check.checker.chain.randomness import PairPits
+    from specdec_check.scenarios import default_verifier_battery
+
+    scenario = {s.name: s for s in default_verifier_battery()}[name]
+    tables = scenario.law_tables()
+    rows, calls = scenario.rows_per_call, 7
+    draw = scenario.draw(np.random.default_rng(3), pool=scenario.prompts(), tables=tables, calls=calls)
+    generator = np.random.default_rng(4)
+    first, second = ([numpy_verify(draft_token_ids=w.draft_token_ids, draft_probs=w.draft_probs,
+                                   target_probs=w.target_probs, generator=generator)
+                      for w in (draw.head(slice(c * rows, (c + 1) * rows)) for c in range(calls))] for _ in range(2))
+    apart, joined = PairPits(np.random.default_rng(5)), PairPits(np.random.default_rng(5))
+    for c in range(calls):
+        window = draw.head(slice(c * rows, (c + 1) * rows))
+        block = VerifierBlock(window, conditional=True, tables=tables)
+        apart.add(block, parse_step(first[c], window.draft_token_ids), parse_step(second[c], window.draft_token_ids))
+    block = VerifierBlock(draw, conditional=True, tables=tables)
+    joined.add(block, parse_step(np.concatenate(first), draw.draft_token_ids),
+               parse_step(np.concatenate(second), draw.draft_token_ids), windows=[rows] * calls)
+    for what, pair in apart.pairs().items():
+        assert pair[0].size  # something to compare
+        for side in (0, 1):
+            np.testing.assert_array_equal(joined.pairs()[what][side], pair[side], err_msg=f"{what}, side {side}")
+    assert apart.rng.random() == joined.rng.random()  # the same uniforms consumed

@@ -78,6 +78,7 @@ _CACHE: "OrderedDict[bytes, object]" = OrderedDict()
 _CACHE_BYTES = 96 << 20
 _CACHE_ENTRIES = 4096
 _CACHE_SIZES: dict = {}  # key -> bytes of arrays the entry holds
+_MEMO_TILTS = 16  # tilt arrays whose K (and K', K'') a leaf-atoms entry keeps: a law asks for 8 distinct ones
 
 
 def z_terms(N, mu):
@@ -254,10 +255,28 @@ class _Atoms:
         index, values = lattice
         return self.p[None, :] * np.exp(th[:, None] * values[None, :]).take(index, axis=1)
 
+    def _memo(self, name, th):
+        """The dict of results already computed for these tilts (keyed by their bytes), and the key: the Chernoff
+        searches, a spectral pass's overflow bound and the Chernoff law ask for the same grid (and ``theta = 0``)
+        several times per law (4 and 3 times); a repeat costs nothing and gives the very same numbers."""
+        memo = self.__dict__.get("_memo_" + name)
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo_" + name, memo)
+        return memo, th.tobytes()
+
     def log_mgf(self, theta):
         """Exact ``K(theta) = log E e^{theta S}`` alone (theta per lattice unit, array): what the Chernoff
         searches need, at a third of :meth:`cgf`'s work, and the same floating-point value as its ``K``."""
         th = np.atleast_1d(np.asarray(theta, dtype=np.float64))
+        memo, key = self._memo("log_mgf", th)
+        if key not in memo:
+            if len(memo) >= _MEMO_TILTS:
+                memo.clear()
+            memo[key] = self._log_mgf(th)
+        return memo[key].copy()
+
+    def _log_mgf(self, th):
         starts = self.starts
         K = []
         for c in range(0, len(th), 8):  # the chunks of cgf: the same sums in the same order
@@ -268,6 +287,14 @@ class _Atoms:
     def cgf(self, theta):
         """Exact ``K(theta) = log E e^{theta S}`` (theta per lattice unit, array) and ``K'``, ``K''``."""
         th = np.atleast_1d(np.asarray(theta, dtype=np.float64))
+        memo, key = self._memo("cgf", th)
+        if key not in memo:
+            if len(memo) >= _MEMO_TILTS:
+                memo.clear()
+            memo[key] = self._cgf(th)
+        return tuple(part.copy() for part in memo[key])
+
+    def _cgf(self, th):
         starts = self.starts
         K, K1, K2 = [], [], []
         for c in range(0, len(th), 8):  # chunks of 8 tilts keep the temporaries small

@@ -126,6 +126,33 @@ def test_the_report_does_not_depend_on_the_callers_blas_threads():
     assert reports[1] == reports[2]
 
 
+def test_the_sample_size_plans_are_made_under_one_blas_thread_too(monkeypatch):
+    # The plans' calibrations multiply matrices (the Chernoff bound's inverse transform): planned under the
+    # caller's two OpenBLAS threads they took twice the CPU (the second thread spins) and could round otherwise
+    # than the plans a shard makes under its one thread.
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from specdec_check import check_token_sampler, samplers
+    from specdec_check.checker.core import planning
+    from specdec_check.scenarios import default_token_battery
+
+    seen = []
+    real = planning.stats.samples_for
+
+    def spy(*args, **kwargs):
+        seen.append({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(planning, "stats", type("Stats", (), {"samples_for": staticmethod(spy)}))
+    monkeypatch.setattr(planning, "_PLANS", {})
+    monkeypatch.setattr(planning.plan_cache, "load", lambda key: None)
+    monkeypatch.setattr(planning.plan_cache, "store", lambda key, value: None)
+    scenarios = [s for s in default_token_battery(samplers.numpy_sample.processing)][:1]
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        report = check_token_sampler(samplers.numpy_sample, scenarios=scenarios, mode="quick", seed=0)
+    assert report.verdict == "passed"
+    assert seen and all(threads == {1} for threads in seen), seen
+
+
 def test_dask_worker_processes_with_their_own_blas_settings_give_the_same_report():
     # A process-based LocalCluster starts its workers with OPENBLAS_NUM_THREADS=1 (Dask's default
     # environment); the driver here keeps its own BLAS threads. Without the pin the JSON differed.

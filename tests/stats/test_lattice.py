@@ -115,6 +115,29 @@ def test_the_log_mgf_is_the_cgf_and_the_per_atom_sum_number_for_number(mu, latti
     np.testing.assert_array_equal(atoms.cgf(theta)[0], direct)
 
 
+def test_a_repeated_tilt_grid_is_computed_once_and_handed_out_as_a_copy(monkeypatch):
+    """The Chernoff searches, a spectral pass's overflow bound and the Chernoff law ask one law for the same tilt
+    grid (and theta = 0) several times: the second ask is not computed again, gives the same numbers, and a caller
+    that writes into what it got does not change what the next caller gets."""
+    atoms = L._atoms(L.z_table(np.full(4, 50.0), np.ones(4)))
+    computed = []
+    real = L._Atoms._log_mgf
+    monkeypatch.setattr(L._Atoms, "_log_mgf", lambda self, th: computed.append(th.size) or real(self, th))
+    grid = np.geomspace(1e-4, 0.05, 32)
+    first = atoms.log_mgf(grid)
+    first_again = first.copy()
+    first[:] = 0.0  # the caller's own array
+    second = atoms.log_mgf(grid.copy())
+    np.testing.assert_array_equal(second, first_again)
+    assert computed == [32]
+    atoms.log_mgf(grid[:31])  # another grid is computed
+    assert computed == [32, 31]
+    k, k1, k2 = atoms.cgf(0.0)
+    mean = float(k1[0])
+    k1[:] = -1.0
+    assert atoms.cgf(0.0)[1][0] == mean == float(atoms._cgf(np.zeros(1))[1][0])
+
+
 class TestConditionalLaw:
     CASES = [(np.array([0.3, 0.7]), 40), (np.array([0.2, 0.3, 0.5]), 30), (np.full(3, 1 / 3), 60),
              (np.array([0.05, 0.15, 0.8]), 45)]

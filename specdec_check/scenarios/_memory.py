@@ -30,8 +30,10 @@ POPULATE_BYTES = 1 << 22
 #: 0.8 s of the default battery's CPU). Two draws of the largest default scenario fit; a larger mapping is never
 #: kept, and every kept one is unmapped when the run ends. Outside a run nothing is kept.
 REUSE_BYTES = 192 << 20
-#: A kept mapping serves an array of at least 1 / REUSE_SLACK of its size (a small array does not pin a large one).
-REUSE_SLACK = 2
+#: A kept mapping serves an array of at least 1 / REUSE_SLACK of its size (a small array does not pin a large one);
+#: an array no kept mapping serves unmaps those over REUSE_SLACK times its size. With 2, the within-call pairs' draws
+#: of half a call at V = 32,000 (39 MiB) took the law loop's two mappings (77 MiB) at the bound.
+REUSE_SLACK = 1.5
 
 _kept: list = []  # mappings whose arrays died, oldest first (appended by finalizers, without the lock)
 _lock = threading.Lock()  # taken by ordinary code only, never by a finalizer (a collection may run one anywhere)
@@ -83,6 +85,12 @@ def _reused(size: int):
             _close(_kept.pop(0))
         fits = [m for m in list(_kept) if size <= len(m) <= REUSE_SLACK * size]
         if not fits:
+            # The run has moved on to arrays of another size: the kept mappings too large for this one are let go
+            # now rather than left resident beside it (the within-call pairs at V = 32,000 drew 39 MiB windows
+            # beside the law loop's 77 MiB of kept mappings).
+            for m in [m for m in list(_kept) if len(m) > REUSE_SLACK * size]:
+                _kept.remove(m)
+                _close(m)
             return None
         best = min(fits, key=len)
         _kept.remove(best)

@@ -209,7 +209,7 @@ class VerifierScenario:
         return pool
 
     def draw(self, rng: np.random.Generator, law_rows=None, *, pool=None, rows=None, tables=None,
-             calls: int = 1) -> VerifierDraw:
+             calls: int = 1, layout=None) -> VerifierDraw:
         """Draw one call's inputs; ``law_rows`` maps float64 rows to what the sampler will see (None: as they are).
 
         ``rows`` (at most ``rows_per_call``) draws a smaller call, for checks that need pairs of
@@ -218,7 +218,14 @@ class VerifierScenario:
         ``calls`` draws that many calls at once, one after the other along the rows (call ``c``
         is ``draw.head(slice(c * rows, (c + 1) * rows))``): every row is drawn independently, so
         each window is distributed as one call, and small calls share the cost of drawing.
+        ``layout`` (int indices into the drawn rows, repeats allowed) returns ``draw.head(layout)`` of the same
+        draw; rows gathered from ``tables`` are gathered in that layout at once, with no draw beside the copy
+        (the within-call pairs' rows twice each: 82 MB at V = 32,000 instead of 41 + 82 MB).
         """
+        if layout is not None:
+            layout = np.asarray(layout, dtype=np.intp)
+            if not (self.table_rows is not None and tables is not None and self.fixed_target_probs is None):
+                return self.draw(rng, law_rows, pool=pool, rows=rows, tables=tables, calls=calls).head(layout)
         gamma = self.gamma
         batch = self.rows_per_call if rows is None else max(1, min(int(rows), self.rows_per_call))
         cast = law_rows is not None
@@ -257,6 +264,8 @@ class VerifierScenario:
                     ids[:, j] = categorical_from_table(tables.draft_search, keys[:, j], rng, probs_rows=tables.draft)
                     if order:
                         context = np.concatenate([context[:, 1:], ids[:, j, None]], axis=1)
+            if layout is not None:
+                ids, keys, index, batch = ids[layout], keys[layout], index[layout], layout.size
             draft_probs = np.take(tables.draft, keys[:, :gamma], axis=0, mode="clip",
                                   out=populated_empty((batch, gamma, vocab)))
             target_probs = np.take(tables.target, keys, axis=0, mode="clip", out=populated_empty((batch, gamma + 1, vocab)))

@@ -124,10 +124,13 @@ class VerifierScreen(VerifierScenario):
 
 
     def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None, calls: int = 1,
-             probe: int = 0) -> VerifierDraw:
-        """One row of probe ``probe`` with its drafts drawn from the probe's draft rows (one call)."""
+             probe: int = 0, layout=None) -> VerifierDraw:
+        """One row of probe ``probe`` with its drafts drawn from the probe's draft rows (one call); ``layout`` as
+        in :meth:`VerifierScenario.draw`."""
         if calls != 1:
             raise ValueError(f"the screen draws one call at a time; got calls={calls}.")
+        if layout is not None:
+            return self.draw(rng, law_rows, pool=pool, rows=rows, tables=tables, probe=probe).head(layout)
         cast = law_rows if law_rows is not None else (lambda r: r)
         # Copies: a sampler that writes into its inputs cannot change the screen's rows for later calls.
         target = np.array(cast(self.fixed_target_probs[probe: probe + 1]))

@@ -37,6 +37,7 @@ import numpy as np
 from . import _lattice
 from ._pooling import DEFAULT_MAX_BINS, DEFAULT_MIN_EXPECTED, pool, sorted_order
 from ._results import to_builtin
+from ._roots import brent_root
 from ._special import norm_isf, poisson_pmf
 from ._validation import _alpha_iv, _positive_int_iv, _probs_iv
 
@@ -137,9 +138,7 @@ def _eps_for_family(n, P, w, z_thr, z_beta, shape, signs):
 
     if power_gap(1.0) < 0:
         return 1.0
-    from scipy.optimize import brentq  # imported where used: scipy.optimize costs 0.1 s to import
-
-    return float(brentq(power_gap, 1e-9, 1.0, xtol=1e-7, rtol=1e-7))
+    return brent_root(power_gap, 1e-9, 1.0, xtol=1e-7, rtol=1e-7)
 
 
 @dataclass(frozen=True)

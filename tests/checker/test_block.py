@@ -335,11 +335,15 @@ def test_populated_empty_reuses_a_mapping_only_after_every_view_of_its_array_is_
         assert second.__array_interface__["data"][0] != address and float(view[0, 0]) == 7.0
         del view
         gc.collect()
-        third = _memory.populated_empty((rows // 2 + 1, 4))  # about half the size: the kept mapping serves it
+        third = _memory.populated_empty((rows * 2 // 3 + 1, 4))  # two thirds of the size: the kept mapping serves it
         assert third.__array_interface__["data"][0] == address and third.flags.writeable
-        tiny = _memory.populated_empty((rows // 4, 4))  # a quarter: no kept mapping is pinned for it
-        assert tiny.__array_interface__["data"][0] != address
-        del second, third, tiny
+        del second
+        gc.collect()
+        assert [len(m) for m in _memory._kept] == [rows * 4 * 8]
+        half = _memory.populated_empty((rows // 2, 4))  # a half: no kept mapping is pinned for it...
+        assert half.__array_interface__["data"][0] != address
+        assert not _memory._kept  # ... and the kept one, too large for what is drawn now, is unmapped
+        del third, half
         gc.collect()
         assert _memory._kept
     assert not _memory._kept  # the run's end unmaps them

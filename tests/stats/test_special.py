@@ -42,7 +42,7 @@ def test_normal_isf_matches_scipy_stats_including_the_sign_of_zero():
 
 def test_the_checker_and_its_tests_import_no_scipy_stats():
     """The point of the module: the checker's import, an identity test (pooling, exact calibration, max-cell
-    tails) and a power plan need no scipy.stats."""
+    tails) and a power plan need no scipy.stats (nor scipy.optimize: the plan's root is :mod:`._roots`)."""
     import subprocess
     import sys
 
@@ -52,9 +52,9 @@ def test_the_checker_and_its_tests_import_no_scipy_stats():
             "identity_test(np.array([480, 260, 130, 130]), law, alpha=1e-3); "
             "identity_test(np.array([48, 26, 13, 13]), law, alpha=1e-3, poisson_mean=100.0); "
             "detectability(1000, probs=law, alpha=1e-3); "
-            "print('scipy.stats' in sys.modules)")
+            "print('scipy.stats' in sys.modules, 'scipy.optimize' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False", out.stderr[-2000:]
+    assert out.stdout.strip() == "False False", out.stderr[-2000:]
 
 
 def _logsumexp_cases():

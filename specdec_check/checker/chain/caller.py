@@ -32,14 +32,24 @@ class CallPool:
     the number of calls the caller may still ask for: no more are drawn.
     """
 
-    def __init__(self, caller: "VerifierCaller", rows=None, *, windows: int):
+    def __init__(self, caller: "VerifierCaller", rows=None, *, windows: int, layout=None):
         s = caller.scenario
         self.caller, self.rows = caller, rows
-        self.width = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
-        cells = self.width * (2 * s.gamma + 1) * s.vocab_size
+        self.drawn = s.rows_per_call if rows is None else max(1, min(int(rows), s.rows_per_call))
+        #: ``layout``: each call's rows are its drawn rows in this order (int indices, repeats allowed; a window
+        #: then has ``len(layout)`` rows), gathered once by the draw (:meth:`VerifierScenario.draw`).
+        self.layout = None if layout is None else np.asarray(layout, dtype=np.intp)
+        self.width = self.drawn if layout is None else int(self.layout.size)
+        cells = max(self.drawn, self.width) * (2 * s.gamma + 1) * s.vocab_size
         self.most = int(max(1, min(POOL_CALLS, POOL_CELLS // cells)))
         self.remaining = max(1, int(windows))
         self.draw, self.left, self.at = None, 0, 0
+
+    def _draw(self, calls: int):
+        if self.layout is None:
+            return self.caller.draw(rows=self.rows, calls=calls)
+        layout = (np.arange(calls)[:, None] * self.drawn + self.layout[None, :]).reshape(-1)
+        return self.caller.draw(rows=self.rows, calls=calls, layout=layout)
 
     def next(self):
         """The next call's inputs."""
@@ -50,7 +60,7 @@ class CallPool:
         [each call's draw])``; fewer when the current pooled draw runs out first."""
         if not self.left:
             size = max(1, min(self.most, self.remaining))
-            self.draw, self.left, self.at = self.caller.draw(rows=self.rows, calls=size), size, 0
+            self.draw, self.left, self.at = self._draw(size), size, 0
             self.remaining -= size
         take = max(1, min(int(calls), self.left))
         draw, start = self.draw, self.at
@@ -96,13 +106,16 @@ class VerifierCaller:
         return self.backend.law_rows if self.backend.casts_rows else None
 
     # -- inputs --------------------------------------------------------------------------------------
-    def draw(self, rows=None, calls=1):
-        """One draw of inputs (``calls`` calls' worth of rows; scenarios that draw one call at a time need not know)."""
+    def draw(self, rows=None, calls=1, layout=None):
+        """One draw of inputs (``calls`` calls' worth of rows; scenarios that draw one call at a time need not know;
+        ``layout``: :meth:`VerifierScenario.draw`'s)."""
         more = {"calls": calls} if calls > 1 else {}
+        if layout is not None:
+            more["layout"] = layout
         return self.scenario.draw(self.ctx.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, **more)
 
-    def pool_of(self, rows=None, *, windows: int) -> CallPool:
-        return CallPool(self, rows, windows=windows)
+    def pool_of(self, rows=None, *, windows: int, layout=None) -> CallPool:
+        return CallPool(self, rows, windows=windows, layout=layout)
 
     def inputs(self, draw) -> dict:
         return self.backend.verifier_inputs(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
@@ -165,7 +178,9 @@ class VerifierCaller:
     def non_finite_case(self) -> NonFiniteCase:
         """Row 0 gets an all-NaN first target row (always read)."""
         draw = self.draw(rows=PROBE_ROWS)
-        target = draw.target_probs.copy()
+        # A fresh draw of the probe's own (VerifierScenario.draw copies even fixed rows): its row is set to NaN
+        # where it is, with no copy beside it (49 MB at V = 32,000, the default battery's peak).
+        target = draw.target_probs
         target[0, 0, :] = np.nan
         bad = type(draw)(draw.draft_token_ids, draw.draft_probs, target, draw.pool_index)
         return NonFiniteCase(bad, 0, "row", lambda tokens: (

@@ -463,3 +463,42 @@ def test_the_screen_overflow_probe_counts_a_rejection_of_the_last_draft():
     step = SimpleNamespace(accepted=np.array([0, 6, 7, 6]), final=np.array([8, 62, 70, 55]))
     hits, probs = overflow_trials(ids, step)
     assert (hits, probs.size) == (2, 3) and probs.tolist() == [1 / 8] * 3
+
+
+@pytest.mark.parametrize("vocab,rows_per_call", [(6, 8), (200, 10), (4000, 16)],
+                         ids=["64 windows a draw", "52 windows a draw", "one window a draw"])
+def test_a_pool_drawn_in_a_layout_gives_the_plain_pools_rows_in_that_layout(vocab, rows_per_call):
+    """The within-call pairs' windows come drawn in their paired layout (no draw of the distinct rows beside the
+    copy): the same random stream must give exactly the rows the plain pool gives, then paired, window by window
+    and group by group (a pool that grouped its draws otherwise drew other rows: the reports changed)."""
+    from specdec_check.checker.chain.caller import CallPool
+    from specdec_check.models import HashedMarkovModel
+
+    if vocab > 100:
+        target = HashedMarkovModel.random(vocab, num_prototypes=4, seed=1)
+        draft = mix(target, HashedMarkovModel.random(vocab, num_prototypes=4, seed=2), 0.5)
+    else:
+        target, draft = markov_pair("low-acceptance", vocab_size=vocab)
+    scenario = VerifierScenario("s", target, draft, 2, rows_per_call)
+    tables = scenario.law_tables()
+    assert tables is not None
+
+    class Caller:
+        def __init__(self, seed):
+            self.rng, self.scenario = np.random.default_rng(seed), scenario
+
+        def draw(self, rows=None, calls=1, layout=None):
+            more = {} if layout is None else {"layout": layout}
+            return scenario.draw(self.rng, None, rows=rows, tables=tables, calls=calls, **more)
+
+    half = rows_per_call // 2 - 1
+    layout = np.r_[np.repeat(np.arange(half), 2), half]  # pairs, then one unpaired row
+    plain, paired = CallPool(Caller(5), half + 1, windows=90), CallPool(Caller(5), half + 1, windows=90, layout=layout)
+    fields = ("draft_token_ids", "draft_probs", "target_probs", "pool_index", "context_keys")
+    for take in (1, 3, 2, 7, 1, 5, 4, 9, 8, 30, 19):
+        (plain_whole, plain_windows), (whole, windows) = plain.next_group(take), paired.next_group(take)
+        assert len(windows) == len(plain_windows) and whole.draft_token_ids.shape[0] == layout.size * len(windows)
+        for expected, got in zip(plain_windows, windows):
+            expected = expected.head(layout)
+            for name in fields:
+                np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))

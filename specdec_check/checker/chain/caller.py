@@ -40,7 +40,8 @@ class CallPool:
         #: then has ``len(layout)`` rows), gathered once by the draw (:meth:`VerifierScenario.draw`).
         self.layout = None if layout is None else np.asarray(layout, dtype=np.intp)
         self.width = self.drawn if layout is None else int(self.layout.size)
-        cells = max(self.drawn, self.width) * (2 * s.gamma + 1) * s.vocab_size
+        # pooled by the rows drawn (a layout repeats rows after the draw): the same pooled draws, so the same rows
+        cells = self.drawn * (2 * s.gamma + 1) * s.vocab_size
         self.most = int(max(1, min(POOL_CALLS, POOL_CELLS // cells)))
         self.remaining = max(1, int(windows))
         self.draw, self.left, self.at = None, 0, 0

@@ -31,11 +31,22 @@ class Step:
     fresh: bool
 
 
+#: The first-draft acceptance probabilities kept one per trial, at most this many (8 MB): past it, those of the
+#: finished groups are kept once per distinct value with their multiplicities (the efficiency test's Poisson-binomial
+#: law takes repeats). A run's trials grow with its samples (45 million at ``--tv 1e-3``), while a scenario's
+#: distinct probabilities are set by its laws; kept one per trial, as views of each block's whole acceptance table,
+#: they held 1.9 GB after three scenarios at ``--tv 1e-3``, and a sharded run's driver 5.2 GB. Quick and default
+#: runs stay below the bound, so their numbers are those of the plain sum.
+COMPRESS_VALUES = 1 << 20
+
+
 class StepCounts:
     """Accepted and emitted tokens of every located call, against the exact expectations.
 
-    ``first_accept_groups`` lists ``[acceptance probabilities of the first drafts of a block, calls
-    that saw them]``; ``bonus_missing`` counts fully accepted rows that emitted no bonus token.
+    ``first_accept_groups`` lists ``[acceptance probabilities of the first drafts, calls that saw each]``: per
+    block of inputs its drafts' probabilities (a copy) and the calls on the block (an int); past
+    :data:`COMPRESS_VALUES` kept values, the finished groups merged into one of distinct probabilities and their
+    trial counts (an int array). ``bonus_missing`` counts fully accepted rows that emitted no bonus token.
     """
 
     def __init__(self):
@@ -45,6 +56,8 @@ class StepCounts:
         self.emitted_total = 0
         self.first_accepted = 0
         self.first_accept_groups = []
+        self._group_source = None  # the block acceptances the last group copied (calls on it join that group)
+        self._loose = 0  # values kept one per trial (the groups not merged yet)
         self.bonus_missing = 0
         # Fresh rows' excess over the optimum, D = accepted - block verification's expectation on
         # the row's drafts: n, sum D, sum D^2 (the optimum test's sufficient statistics).
@@ -71,9 +84,28 @@ class StepCounts:
             self.excess_square += float(excess @ excess)
         if block.gamma:
             self.first_accepted += int((parsed.accepted > 0).sum())
-            if not self.first_accept_groups or self.first_accept_groups[-1][0] is not block.accept_first:
-                self.first_accept_groups.append([block.accept_first, 0])
+            if not self.first_accept_groups or self._group_source is not block.accept_first:
+                # a copy of the first column: a view would keep the block's whole acceptance table alive
+                self.first_accept_groups.append([np.array(block.accept_first, dtype=np.float64), 0])
+                self._group_source = block.accept_first
+                self._loose += int(block.accept_first.size)
+                if self._loose > COMPRESS_VALUES:
+                    self._compress(keep_last=True)
             self.first_accept_groups[-1][1] += 1
+
+    def _compress(self, *, keep_last: bool) -> None:
+        """Merge the groups (all but the last, still counting, when ``keep_last``) into one group of distinct
+        probabilities and their trial counts."""
+        groups = self.first_accept_groups[:-1] if keep_last else self.first_accept_groups
+        if len(groups) < 2:
+            return
+        values = np.concatenate([g[0] for g in groups])
+        repeats = np.concatenate([np.broadcast_to(np.asarray(g[1], dtype=np.int64), g[0].shape) for g in groups])
+        unique, inverse = np.unique(values, return_inverse=True)
+        counts = np.zeros(unique.size, dtype=np.int64)
+        np.add.at(counts, inverse.reshape(-1), repeats)
+        self.first_accept_groups = [[unique, counts]] + (self.first_accept_groups[-1:] if keep_last else [])
+        self._loose = int(self.first_accept_groups[-1][0].size) if keep_last else 0
 
     def merge(self, later: "StepCounts") -> "StepCounts":
         """Add ``later``'s counts (the calls of a later shard of the scenario): every field is a sum or a list
@@ -82,7 +114,16 @@ class StepCounts:
                      "bonus_missing", "excess_rows", "excess_sum", "excess_square"):
             setattr(self, name, getattr(self, name) + getattr(later, name))
         self.first_accept_groups += later.first_accept_groups
+        self._group_source = None  # a later call starts a group of its own
+        self._loose += later._loose
+        if self._loose > COMPRESS_VALUES:
+            self._compress(keep_last=False)
         return self
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_group_source"] = None  # a shard's counts travel without the last block's acceptances
+        return state
 
     def first_accept_probs(self):
         """``(probs, repeats)``: acceptance probabilities of every first draft tested, and how many
@@ -90,7 +131,8 @@ class StepCounts:
         if not self.first_accept_groups:
             return np.zeros(0), np.zeros(0)
         probs = np.concatenate([g[0] for g in self.first_accept_groups])
-        repeats = np.concatenate([np.full(g[0].size, g[1]) for g in self.first_accept_groups])
+        repeats = np.concatenate([np.broadcast_to(np.asarray(g[1], dtype=np.int64), g[0].shape)
+                                  for g in self.first_accept_groups])
         return probs, repeats
 
 

@@ -502,3 +502,22 @@ def test_a_pool_drawn_in_a_layout_gives_the_plain_pools_rows_in_that_layout(voca
             expected = expected.head(layout)
             for name in fields:
                 np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+
+
+def test_a_scenario_class_whose_draw_takes_no_layout_gets_the_same_pairs():
+    """A user's VerifierScenario subclass written before ``layout`` existed: the within-call pairs are drawn as
+    before and paired after the draw, with the same records as the built-in class's layout draw."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True, eq=False)
+    class Older(VerifierScenario):
+        def draw(self, rng, law_rows=None, *, pool=None, rows=None, tables=None, calls=1):
+            return super().draw(rng, law_rows, pool=pool, rows=rows, tables=tables, calls=calls)
+
+    target, draft = markov_pair("low-acceptance", vocab_size=6)
+    checks = ("contract", "impossible", "independence")
+    reports = [check_verifier(numpy_verify, scenarios=[cls("pairs", target, draft, 2, 8)], mode="quick", seed=0,
+                              checks=checks) for cls in (VerifierScenario, Older)]
+    records = [[r.to_dict() for r in report.results] for report in reports]
+    assert any(r["check"] == "independence" for r in records[0])
+    assert records[0] == records[1] and reports[1].verdict == reports[0].verdict

@@ -48,8 +48,11 @@ def test_past_the_bound_the_same_trials_are_kept_per_distinct_value(monkeypatch,
     counts, plain = C.StepCounts(), C.StepCounts()
     trials = _run(counts, seed=2)
     probs, repeats = counts.first_accept_probs()
-    assert probs.size <= bound + 8 + LEVELS.size  # one block's rows loose at most past the bound, and the levels
+    bits = int(repeats.max()).bit_length()
+    # one block's rows loose at most past the bound, and each level once per bit of its trial count
+    assert probs.size <= bound + 8 + LEVELS.size * bits
     assert repeats.dtype.kind == "i" and repeats.min() >= 1
+    assert np.unique(repeats).size <= 3 + bits  # few distinct repeats: the Poisson-binomial law stays cheap
     expected = _multiset(np.concatenate([p for p, _ in trials]), np.concatenate([np.full(p.size, c) for p, c in trials]))
     assert _multiset(probs, repeats) == expected
     monkeypatch.setattr(C, "COMPRESS_VALUES", 10**9)
@@ -73,4 +76,28 @@ def test_merged_shards_keep_the_trials_of_both_and_travel_without_a_block(monkey
     first.merge(second)
     probs, repeats = first.first_accept_probs()
     expected = _multiset(np.concatenate([p for p, _ in trials]), np.concatenate([np.full(p.size, c) for p, c in trials]))
-    assert _multiset(probs, repeats) == expected and probs.size <= 50 + LEVELS.size
+    assert _multiset(probs, repeats) == expected
+    assert probs.size <= 50 + LEVELS.size * int(repeats.max()).bit_length()
+
+
+def test_merged_counts_reach_the_efficiency_test_as_few_distinct_repeats(monkeypatch):
+    """Many distinct probabilities with widely spread trial counts (a long run on a large vocabulary): the merged
+    group reaches the Poisson-binomial law split by the bits of each count, so its distinct repeats are at most one
+    per bit (one per count convolved thousands of groups), with the same trials."""
+    monkeypatch.setattr(C, "COMPRESS_VALUES", 1000)
+    rng = np.random.default_rng(11)
+    counts, trials = C.StepCounts(), {}
+    for _ in range(400):
+        accept = rng.choice(np.linspace(0.05, 0.95, 3000), size=(16, 1))
+        block = SimpleNamespace(gamma=1, accept_first=accept[:, 0], expected_accepted=0.0, optimal_accepted=0.0)
+        calls = int(rng.lognormal(1.0, 1.0)) + 1
+        for _ in range(calls):
+            parsed = SimpleNamespace(accepted=np.zeros(16, dtype=np.int64), emitted=np.ones(16))
+            counts.add(C.Step(block, None, parsed, None, host=True, fresh=False))
+        for p in accept[:, 0].tolist():
+            trials[p] = trials.get(p, 0) + calls
+    probs, repeats = counts.first_accept_probs()
+    assert _multiset(probs, repeats) == trials
+    assert np.unique(repeats).size <= int(repeats.max()).bit_length() + 40  # + the loose groups' own counts
+    merged = counts.first_accept_groups[0][1]
+    assert np.ndim(merged) == 1 and np.unique(merged).size > 40  # without the split: one group per distinct count

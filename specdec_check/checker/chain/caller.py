@@ -111,9 +111,21 @@ class VerifierCaller:
         """One draw of inputs (``calls`` calls' worth of rows; scenarios that draw one call at a time need not know;
         ``layout``: :meth:`VerifierScenario.draw`'s)."""
         more = {"calls": calls} if calls > 1 else {}
+        if layout is not None and not self._draws_in_layouts():  # a scenario class of its own, from before layouts
+            return self.draw(rows, calls).head(np.asarray(layout, dtype=np.intp))
         if layout is not None:
             more["layout"] = layout
         return self.scenario.draw(self.ctx.rng, self.law_rows, pool=self.pool, rows=rows, tables=self.tables, **more)
+
+    def _draws_in_layouts(self) -> bool:
+        """Whether the scenario's ``draw`` takes ``layout`` (a user's subclass may override it without)."""
+        found = getattr(self, "_layouts", None)
+        if found is None:
+            import inspect
+
+            params = inspect.signature(self.scenario.draw).parameters.values()
+            found = self._layouts = any(p.name == "layout" or p.kind is p.VAR_KEYWORD for p in params)
+        return found
 
     def pool_of(self, rows=None, *, windows: int, layout=None) -> CallPool:
         return CallPool(self, rows, windows=windows, layout=layout)

@@ -88,7 +88,7 @@ def _run_scenario(kind, ctx, sampler) -> None:
     calls, reuse = kind.law_budget(ctx, checks)
     law_loop(kind, ctx, caller, counts, checks, _split(ctx, kind, calls, reuse), reuse)
     # Kept mappings serve the next draws of one phase (the law loop, a check's calls): between phases they are
-    # unmapped, so that those a phase no longer draws do not stay resident beside the next one's arrays and
+    # unmapped (here and after each check that finishes), so that those a phase no longer draws do not stay resident beside the next one's arrays and
     # statistics (the default battery's peak: 77 MiB of the law loop's mappings beside the pairs' calls).
     release_mappings()
     if ctx.parts == 1:
@@ -102,6 +102,7 @@ def _run_scenario(kind, ctx, sampler) -> None:
         if not check.merged:
             mark = ctx.recorder.mark()
             check.finish()
+            release_mappings()
             deferred[i] = ctx.recorder.since(mark)
     tallies = {i: check.evidence() for i, check in built if check.merged}
     ctx.evidence = PartEvidence(tallies if not ctx.part else shipped(tallies), counts,

@@ -163,8 +163,8 @@ def run(kind, sampler, scenarios, options) -> CheckReport:
     # The backend's settings for the run (torch on the CPU: one thread) and one BLAS thread, here and in
     # every shard, so the arithmetic (and the report) is the same whatever runs the scenarios. Planning too: the
     # sample-size plans' calibrations multiply matrices (the Chernoff bound's inverse transform), and a second
-    # OpenBLAS thread doubled their CPU time for no gain in wall time (token battery at 2^20 outputs a call:
-    # 4.8 -> 2.8 s).
+    # OpenBLAS thread doubled their CPU time for no gain in wall time (the token battery's two plans at 2^20 outputs
+    # a call: 4.8 -> 2.8 s).
     with contextlib.ExitStack() as stack:
         stack.enter_context(one_blas_thread())
         stack.enter_context(backend.running())

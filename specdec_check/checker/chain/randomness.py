@@ -63,9 +63,9 @@ class Independence(Check):
         half = width // 2
         windows = min(max_calls, -(-pairs // half)) if within_call else min(-(-max_calls // 2), -(-pairs // width))
         # Within a call, only ``half`` distinct rows are drawn and each is repeated: a pair per row; an odd
-        # width adds one unpaired row last, so the call has the scenario's own (odd) batch size.
-        # Within a call, each window comes drawn in its paired layout (row i of the draw at 2i and 2i + 1, the odd
-        # row last): no draw of the distinct rows beside the paired copy (41 MB at V = 32,000).
+        # width adds one unpaired row last, so the call has the scenario's own (odd) batch size. Each window comes
+        # drawn in that layout (row i of the draw at 2i and 2i + 1): no draw of the distinct rows beside the paired
+        # copy (41 MB at V = 32,000).
         layout = np.concatenate([np.repeat(np.arange(half), 2), np.arange(half, half + width % 2)])
         inputs = (caller.pool_of(half + width % 2, windows=windows, layout=layout) if within_call
                   else caller.pool_of(RANDOMNESS_ROWS, windows=windows))
@@ -73,7 +73,6 @@ class Independence(Check):
         # the loop takes: as many as the pairs need, within the call budget.
         per_window = half if within_call else width
         done = 0
-        whole = group = paired = block = first = second = out = None
         while done < windows:
             whole = group = block = first = second = out = None  # the last group's arrays go before the next are drawn
             # The windows of one pooled draw are called one by one (the same seeds in the same order) and their

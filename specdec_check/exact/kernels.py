@@ -86,7 +86,12 @@ def block_weights(ids, draft_probs, target_probs) -> BlockWeights:
         with np.errstate(divide="ignore", invalid="ignore"):
             scaled = np.where(q > 0, prev * p / np.where(q > 0, q, 1.0), np.where((p > 0) & (prev > 0), 1.0, 0.0))
         weights[:, i] = np.minimum(scaled, 1.0)
-    residual_mass = np.maximum(weights[:, :gamma, None] * target_probs[:, :gamma] - draft_probs, 0.0).sum(axis=2)
+    # max(0, w p - q) summed over the vocabulary, formed in one temporary (the same numbers as three fresh arrays;
+    # at V = 32,000 each fresh array of a block is 33 MB of new pages)
+    residual = np.multiply(weights[:, :gamma, None], target_probs[:, :gamma])
+    np.subtract(residual, draft_probs, out=residual)
+    residual_mass = np.maximum(residual, 0.0, out=residual).sum(axis=2)
+    del residual
     stop = np.ones((batch, gamma + 1))
     if gamma:
         denominator = residual_mass[:, 1:] + 1.0 - weights[:, 1:gamma]

@@ -117,9 +117,10 @@ def pair_pit_verdict(ctx, what, label, first_u, second_u, alpha, *, evidence=Non
     tally = CountTally(ctx.scenario.name, "independence", np.full(bins * bins, 1.0 / bins**2), alpha=alpha,
                        sequential=False, describe=lambda cell: f"PIT cell ({cell // bins}, {cell % bins}) of the pair")
     tally.method = f"joint PIT of identical-input pairs, {what}, {label}, {bins}x{bins} cells"
-    marginal = stats.identity_test(np.bincount(np.concatenate([first, second]), minlength=bins),
-                                   np.full(bins, 1.0 / bins), alpha=PAIR_MARGINAL_GUARD)
-    if marginal.pvalue <= PAIR_MARGINAL_GUARD:
+    # the guard needs the p-value alone: identity_pvalues gives identity_test's without its detectability plan
+    marginal = stats.identity_pvalues(np.bincount(np.concatenate([first, second]), minlength=bins)[None, :],
+                                      np.full(bins, 1.0 / bins))[0]
+    if marginal <= PAIR_MARGINAL_GUARD:
         return False  # the rows' own law is off: not a question of independence (see PAIR_MARGINAL_GUARD)
     tally.add_codes(first * bins + second)
     record = tally.record(extra_details={"pairs": int(first.size), **(evidence or {})})

@@ -69,7 +69,8 @@ def test_a_sequential_tally_takes_the_samples_one_by_one():
     for i in range(300):
         one_by_one.add(codes[i:i + 1], laws[i:i + 1], first)
     at_once.add_each(codes, laws, second)
-    assert one_by_one.sequential.n == at_once.sequential.n and one_by_one.record().to_dict() == at_once.record().to_dict()
+    assert one_by_one.sequential.n == at_once.sequential.n
+    assert one_by_one.record().to_dict() == at_once.record().to_dict()
 
 
 def _rows(rng, batch, gamma, vocab):

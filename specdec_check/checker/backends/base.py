@@ -14,6 +14,8 @@ import hashlib
 
 import numpy as np
 
+from .seeding import generators
+
 __all__ = ["Backend", "NumpyBackend", "fingerprint_weights"]
 
 #: Fingerprint weights per row length: one fixed random vector each (seeded by the length).
@@ -104,6 +106,13 @@ class Backend:
         """The float64 law of ``rows`` as the sampler will see them (after any cast)."""
         raise NotImplementedError
 
+    def prepare_generators(self, seeds: list) -> None:
+        """The generators of the next calls' ``seeds`` may be made together here; :meth:`generator` then hands each
+        out once (a backend that makes them one at a time does nothing)."""
+
+    def discard_generators(self, seeds: list) -> None:
+        """Forget the prepared generators of ``seeds`` not handed out."""
+
     def law_model(self, model):
         """The model whose float64 laws are those the sampler sees on this backend (after any cast)."""
         return model
@@ -187,8 +196,36 @@ class NumpyBackend(Backend):
     read_only_inputs = True
     shares_inputs = True
 
+    #: Seeds from which prepared generators are made together: below, one at a time costs less than the vectorised
+    #: hashing's fixed ~180 us (14 us a generator at 16 seeds against 13 us one at a time; 6 us at 64).
+    PREPARE_MIN_SEEDS = 16
+
+    def __init__(self):
+        self._prepared = {}  # seed -> its generator, made by prepare_generators, handed out once
+
     def generator(self, seed: int):
+        if self._prepared:
+            prepared = self._prepared.pop(seed, None)
+            if prepared is not None:
+                return prepared
         return np.random.Generator(np.random.PCG64(seed))
+
+    def prepare_generators(self, seeds) -> None:
+        """``PCG64`` generators of many seeds made together (:mod:`.seeding`: the same generators)."""
+        if len(seeds) >= self.PREPARE_MIN_SEEDS:
+            self._prepared.update(zip(seeds, generators(seeds)))
+
+    def discard_generators(self, seeds) -> None:
+        if self._prepared:
+            for seed in seeds:
+                self._prepared.pop(seed, None)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_prepared"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._prepared = {}
 
     def law_rows(self, rows):
         return rows

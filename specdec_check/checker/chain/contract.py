@@ -85,7 +85,7 @@ SMALL_CALL_ROWS = 8
 def _small_step(out, draft_token_ids, vocab_size: int):
     """:func:`parse_step` of a well-formed int64 output of a few rows, or None when any rule of the contract is
     broken (ids in ``[0, V)`` or -1, at least one token, the drafts' prefix, then one final token or -1, then -1)."""
-    accepted, final = [], []
+    accepted, final, emitted = [], [], []
     for row, drafts in zip(out.tolist(), draft_token_ids.tolist()):
         k = 0
         for token, draft in zip(row, drafts):
@@ -99,8 +99,9 @@ def _small_step(out, draft_token_ids, vocab_size: int):
             return None
         accepted.append(k)
         final.append(last)
-    accepted, final = np.array(accepted, dtype=np.int64), np.array(final, dtype=np.int64)
-    return ParsedStep(accepted, final, accepted + (final >= 0))
+        emitted.append(k + (last >= 0))
+    return ParsedStep(np.array(accepted, dtype=np.int64), np.array(final, dtype=np.int64),
+                      np.array(emitted, dtype=np.int64))
 
 
 def _first_violation(out, draft_token_ids, vocab_size: int):

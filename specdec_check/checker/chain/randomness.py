@@ -79,19 +79,20 @@ class Independence(Check):
             # pairs judged together: one block of exact laws per pooled draw instead of one per window.
             whole, group = inputs.next_group(windows - done)
             firsts, seconds = [], []
-            for window in group:
-                if within_call:
-                    out = caller.call_host(window, ctx.next_seed(), "independence")
-                    if out is None:
-                        return
-                    firsts.append(out[0:2 * half:2])
-                    seconds.append(out[1:2 * half:2])
-                else:
-                    firsts.append(caller.call_host(window, ctx.next_seed(), "independence"))
-                    seconds.append(caller.call_host(window, ctx.next_seed(), "independence")
-                                   if firsts[-1] is not None else None)
-                    if seconds[-1] is None:
-                        return
+            with ctx.seed_batch(len(group) * (1 if within_call else 2)) as seeds:
+                for window in group:
+                    if within_call:
+                        out = caller.call_host(window, seeds.next(), "independence")
+                        if out is None:
+                            return
+                        firsts.append(out[0:2 * half:2])
+                        seconds.append(out[1:2 * half:2])
+                    else:
+                        firsts.append(caller.call_host(window, seeds.next(), "independence"))
+                        seconds.append(caller.call_host(window, seeds.next(), "independence")
+                                       if firsts[-1] is not None else None)
+                        if seconds[-1] is None:
+                            return
             window = out = None
             done += len(group)
             if within_call:  # each window's pairs: drawn row i at 2i (the first of its pair)
@@ -123,7 +124,8 @@ class _RowScreen:
         self.gamma = ids.shape[1]
         self.draft_probs, self.target_probs, self.tolerance = draw.draft_probs, draw.target_probs, float(tolerance)
         if self.gamma:
-            self.target_at = np.take_along_axis(draw.target_probs[:used, :self.gamma], ids[..., None], axis=2)[..., 0].tolist()
+            target = draw.target_probs[:used, :self.gamma]
+            self.target_at = np.take_along_axis(target, ids[..., None], axis=2)[..., 0].tolist()  # p_i(x_i)
             self.draft_at = np.take_along_axis(draw.draft_probs[:used], ids[..., None], axis=2)[..., 0].tolist()
 
     def _at_least(self, a, b):
@@ -233,29 +235,30 @@ class BatchInvariance(Check):
             # row it might refuse is added alone, so its error comes where single adds raised it
             sound = np.isfinite(laws).all(axis=1) & (laws >= 0).all(axis=1) & (np.abs(laws.sum(axis=1) - 1.0) <= 1e-10)
             pending = []
-            for b in range(used):
-                one = draw.head(slice(b, b + 1))
-                out = caller.call_host(one, ctx.next_seed(), "batch_invariance")
-                if out is None:
-                    return
-                step = parse_step(out, one.draft_token_ids)
-                accepted, final = int(step.accepted[0]), int(step.final[0])
-                if final < 0:
-                    continue
-                code = accepted * s.vocab_size + final
-                if screen.maybe_impossible(b, accepted, final) and self._impossible(one, step):
-                    return
-                if not (sound[b] and laws[b, code] > 0):  # a zero-mass outcome the tolerant events let through: alone
-                    tally.add_each(np.array([c for _, c in pending], dtype=np.int64), laws[[r for r, _ in pending]],
-                                   pit_rng)
-                    pending = []
-                    try:
-                        tally.add(step.accepted * s.vocab_size + step.final, laws[b:b + 1], pit_rng)
-                    except ValueError as exc:
-                        ctx.recorder.failure("impossible", f"in a single-row call: {exc}")
+            with ctx.seed_batch(used) as seeds:
+                for b in range(used):
+                    one = draw.head(slice(b, b + 1))
+                    out = caller.call_host(one, seeds.next(), "batch_invariance")
+                    if out is None:
                         return
-                    continue
-                pending.append((b, code))
+                    step = parse_step(out, one.draft_token_ids)
+                    accepted, final = int(step.accepted[0]), int(step.final[0])
+                    if final < 0:
+                        continue
+                    code = accepted * s.vocab_size + final
+                    if screen.maybe_impossible(b, accepted, final) and self._impossible(one, step):
+                        return
+                    if not (sound[b] and laws[b, code] > 0):  # a zero-mass outcome the tolerant events let
+                        tally.add_each(np.array([c for _, c in pending], dtype=np.int64),  # through: added alone
+                                       laws[[r for r, _ in pending]], pit_rng)
+                        pending = []
+                        try:
+                            tally.add(step.accepted * s.vocab_size + step.final, laws[b:b + 1], pit_rng)
+                        except ValueError as exc:
+                            ctx.recorder.failure("impossible", f"in a single-row call: {exc}")
+                            return
+                        continue
+                    pending.append((b, code))
             if pending:
                 tally.add_each(np.array([c for _, c in pending], dtype=np.int64), laws[[r for r, _ in pending]],
                                pit_rng)

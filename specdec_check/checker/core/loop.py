@@ -42,11 +42,12 @@ def law_loop(kind, ctx, caller, counts, checks, calls: int, reuse: int) -> None:
     try:
         for block, windows in feed:
             outputs = []
-            for window in windows:
-                out, parsed = caller.call(window, ctx.next_seed())
-                if out is None:
-                    break
-                outputs.append((out, parsed))
+            with ctx.seed_batch(len(windows)) as seeds:
+                for window in windows:
+                    out, parsed = caller.call(window, seeds.next())
+                    if out is None:
+                        break
+                    outputs.append((out, parsed))
             if len(outputs) < len(windows):
                 break
             ctx.samples += sum(int(out.shape[0]) for out, _ in outputs)

@@ -475,21 +475,37 @@ def _leaf_2d(leaf, W, theta_h, M):
 def _atoms_2d(table):
     """Per distinct leaf: counts ``N`` over ``[lo2, hi2]`` with lattice values and pmf (for T-phases);
     the Poisson mass outside (< 1e-30) is returned as overflow."""
-    out, over = [], 0.0
-    for d, b in enumerate(table.leaf_rep):
-        mu = table.mu[b]
-        a, e = table.offsets[b], table.offsets[b] + table.lens[b]
-        lo, hi = int(table.lo[b]), int(table.lo[b] + (e - a) - 1)
-        sd = np.sqrt(mu)
-        lo2 = min(lo, int(max(0, np.floor(mu - 13.0 * sd - 15.0))))
-        hi2 = max(hi, int(np.ceil(mu + 13.0 * sd + 45.0)))
-        N = np.arange(lo2, hi2 + 1)
+    n2d, _, over = _atoms_2d_parts(table)
+    return n2d, over
+
+
+def _atoms_2d_parts(table):
+    """:func:`_atoms_2d` and each distinct leaf's Poisson mass outside its counts, ``(n2d, outside [D], over)``:
+    the ranges, pmfs and tails of every leaf in one pass each (the same numbers as leaf by leaf: elementwise
+    functions, and ``over`` summed leaf after leaf as before; issue 31)."""
+    reps = table.leaf_rep
+    mus = table.mu[reps]
+    starts = table.offsets[reps]
+    lo = table.lo[reps].astype(np.int64)
+    hi = lo + table.lens[reps] - 1
+    sd = np.sqrt(mus)
+    lo2 = np.minimum(lo, np.maximum(0.0, np.floor(mus - 13.0 * sd - 15.0)).astype(np.int64))
+    hi2 = np.maximum(hi, np.ceil(mus + 13.0 * sd + 45.0).astype(np.int64))
+    lengths = hi2 - lo2 + 1
+    first = np.concatenate([[0], np.cumsum(lengths)])
+    counts = np.repeat(lo2, lengths) + (np.arange(first[-1]) - np.repeat(first[:-1], lengths))
+    pmf = _pmf(counts, np.repeat(mus, lengths))
+    with np.errstate(all="ignore"):  # pdtr(-1, mu) where lo2 = 0: not used
+        outside = np.where(lo2 > 0, special.pdtr(lo2 - 1, mus), 0.0) + special.pdtrc(hi2, mus)
+    mult = np.bincount(table.leaf_of, minlength=len(reps))
+    n2d, over = [], 0.0
+    for d, b in enumerate(reps):
+        N = counts[first[d]:first[d + 1]]
         x = np.full(len(N), table.tau_idx[b], dtype=np.int64)
-        x[lo - lo2: hi - lo2 + 1] = table.idx[a:e]
-        out.append((N, x, _pmf(N, mu)))
-        m = np.sum(table.leaf_of == d)
-        over += m * ((special.pdtr(lo2 - 1, mu) if lo2 > 0 else 0.0) + special.pdtrc(hi2, mu))
-    return out, float(over)
+        x[lo[d] - lo2[d]: hi[d] - lo2[d] + 1] = table.idx[starts[d]:starts[d] + table.lens[b]]
+        n2d.append((N, x, pmf[first[d]:first[d + 1]]))
+        over += mult[d] * outside[d]
+    return n2d, outside, float(over)
 
 
 def _spectral_pass_tail(table, atoms, frame, i, M=None, n=None):
@@ -797,6 +813,37 @@ def chernoff_cost(table, n):
     return CHERNOFF_TILTS * len(table.leaf_rep) * M * np.log2(M)
 
 
+def _tilted_total_probs(n2d, ls, theta, mult, M, n):
+    """``P(T = n mod M)`` under each tilt, every count enumerated (:func:`chernoff_conditional_law`): each leaf's
+    tilted pmf (normalised by its log-sum ``ls``) placed at ``N mod M`` and Fourier transformed, the transforms
+    raised to the leaf multiplicities and multiplied, the product inverted at ``n``.
+
+    Only the non-negative frequencies are transformed and multiplied: the transform of a real array is these and
+    their conjugates (scipy's fft of real input is this rfft with the rest filled in as conjugates), and products
+    and powers of conjugates are the conjugates of the products and powers (IEEE negation is exact), so the
+    spectrum is filled in at the end: the same numbers for half the work (issue 31)."""
+    G = len(theta)
+    acc = None
+    for d, (N, x, p) in enumerate(n2d):
+        with np.errstate(divide="ignore"):  # underflowed pmf values: weight exp(-inf) = 0
+            lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
+        w = np.exp(lw - ls[d][:, None])
+        if len(N) <= M:  # consecutive counts fall on distinct places mod M: placed, not summed (the same numbers)
+            arr = np.zeros((G, M))
+            arr[:, N % M] = w
+        else:
+            arr = np.bincount((np.arange(G)[:, None] * M + (N % M)[None, :]).ravel(), w.ravel(), G * M).reshape(G, M)
+        f = _cpow(sfft.rfft(arr, axis=1), mult[d])
+        acc = f if acc is None else acc * f
+    half = acc.shape[1]
+    spectrum = np.empty((G, M), dtype=acc.dtype)
+    spectrum[:, :half] = acc
+    spectrum[:, half:] = np.conj(acc[:, 1:M - half + 1][:, ::-1])  # frequency M - j is the conjugate of j
+    j = np.arange(M)
+    phase = np.exp(2j * np.pi * ((j * (n % M)) % M) / M)
+    return (spectrum @ phase).real / M
+
+
 def chernoff_conditional_law(table, n):
     """Conditional tail bound for fixed-n counts when the exact conditional law is too costly (cached).
 
@@ -818,7 +865,7 @@ def chernoff_conditional_law(table, n):
     frame = _frame(table, atoms)
     M = _n_freq(n)
     p_n = poisson_pmf(n, float(table.mu.sum()))
-    n2d, _ = _atoms_2d(table)
+    n2d, outside, _ = _atoms_2d_parts(table)
     mult = atoms.mult.astype(np.int64)
     # tilts theta sd from 0.3 to 12 (tails ~0.9 down to ~1e-30), capped where the terms' truncation ends it
     sd = float(np.sqrt(atoms.cgf(0.0)[2][0]))
@@ -827,29 +874,16 @@ def chernoff_conditional_law(table, n):
     ls = np.zeros((D, len(theta)))    # log sum over enumerated counts of pmf e^{theta x}
     lE = np.zeros((D, len(theta)))    # log E e^{theta x} including the counts outside
     lq = np.full(D, -np.inf)          # log Poisson mass outside the enumerated counts
-    acc = None
     for d, (N, x, p) in enumerate(n2d):
         with np.errstate(divide="ignore"):  # underflowed pmf values: weight exp(-inf) = 0
             lw = np.log(p)[None, :] + theta[:, None] * x[None, :]
         ls[d] = logsumexp(lw, axis=1)
-        w = np.exp(lw - ls[d][:, None])
-        G = len(theta)
-        if len(N) <= M:  # consecutive counts fall on distinct places mod M: placed, not summed (the same numbers)
-            arr = np.zeros((G, M))
-            arr[:, N % M] = w
-        else:
-            arr = np.bincount((np.arange(G)[:, None] * M + (N % M)[None, :]).ravel(), w.ravel(), G * M).reshape(G, M)
-        f = _cpow(sfft.fft(arr, axis=1), mult[d])
-        acc = f if acc is None else acc * f
         b = table.leaf_rep[d]
-        lo2, hi2 = int(N[0]), int(N[-1])
-        out = (special.pdtr(lo2 - 1, table.mu[b]) if lo2 > 0 else 0.0) + special.pdtrc(hi2, table.mu[b])
+        out = outside[d]  # the leaf's Poisson mass below and above its counts
         if out > 0:
             lq[d] = np.log(out)
         lE[d] = np.logaddexp(ls[d], lq[d] + theta * table.tau_idx[b])
-    j = np.arange(M)
-    phase = np.exp(2j * np.pi * ((j * (n % M)) % M) / M)
-    val = (acc @ phase).real / M      # tilted P(T = n mod M), every count enumerated
+    val = _tilted_total_probs(n2d, ls, theta, mult, M, n)  # tilted P(T = n mod M), every count enumerated
     log_in = (mult[:, None] * ls).sum(axis=0) + np.log(np.maximum(val, 1e-300))
     # configurations with some count outside: union bound over bins, T unknown (counted whole)
     logK = (mult[:, None] * lE).sum(axis=0)

@@ -30,6 +30,8 @@ The planner models the test as it is run (statistics.md sections 1.2, 5, 8):
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,7 +164,31 @@ class Detectability:
         return to_builtin({f: getattr(self, f) for f in self.__dataclass_fields__})
 
 
+#: :func:`_detect`'s answers, the most recently asked last. A run asks the same question again and again (the
+#: default verifier battery: 127 tests, 40 distinct questions, since the tallies of one scenario share their bins,
+#: sample size and alpha share), and an answer (a frozen Detectability) depends on nothing else.
+_DETECT_MEMO: "OrderedDict[tuple, Detectability]" = OrderedDict()
+_DETECT_MEMO_SIZE = 512
+_DETECT_LOCK = threading.Lock()
+
+
 def _detect(pl, n, alpha, power, sampling, conditional):
+    """:func:`_detect_uncached`, remembered per (pooled bins, hidden mass, n, alpha, power, sampling, conditional)."""
+    key = (pl.bin_probs.tobytes(), float(pl.hidden_mass), int(n), float(alpha), float(power), sampling, conditional)
+    with _DETECT_LOCK:
+        hit = _DETECT_MEMO.get(key)
+        if hit is not None:
+            _DETECT_MEMO.move_to_end(key)
+            return hit
+    answer = _detect_uncached(pl, n, alpha, power, sampling, conditional)
+    with _DETECT_LOCK:
+        _DETECT_MEMO[key] = answer
+        while len(_DETECT_MEMO) > _DETECT_MEMO_SIZE:
+            _DETECT_MEMO.popitem(last=False)
+    return answer
+
+
+def _detect_uncached(pl, n, alpha, power, sampling, conditional):
     B = pl.nbins
     if n <= 0 or B < 2:
         return Detectability(n, alpha, power, B, float(pl.hidden_mass), 1.0, 1.0, 1.0, 1.0, "untestable",

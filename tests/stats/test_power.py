@@ -74,3 +74,23 @@ class TestSamplesFor:
             samples_for(0.0, support_size=5, alpha=0.01)
         with pytest.raises(ValueError, match="n"):
             min_detectable_tv(-1, support_size=5, alpha=0.01)
+
+
+def test_a_detectability_question_asked_again_gets_the_remembered_answer(monkeypatch):
+    from collections import OrderedDict
+
+    from specdec_check.stats import _power
+
+    monkeypatch.setattr(_power, "_DETECT_MEMO", OrderedDict())
+    computed = []
+    real = _power._detect_uncached
+    monkeypatch.setattr(_power, "_detect_uncached", lambda *a: computed.append(a[1:]) or real(*a))
+    first = _power.detectability(20_000, support_size=40, alpha=1e-6)
+    again = _power.detectability(20_000, support_size=40, alpha=1e-6)
+    other = _power.detectability(20_000, support_size=40, alpha=1e-7)
+    assert again == first and len(computed) == 2 and other.min_detectable_tv > first.min_detectable_tv
+    monkeypatch.setattr(_power, "_DETECT_MEMO_SIZE", 1)
+    _power.detectability(20_000, support_size=40, alpha=1e-8)  # a new question: the memo keeps it alone
+    assert len(computed) == 3 and len(_power._DETECT_MEMO) == 1
+    _power.detectability(20_000, support_size=40, alpha=1e-6)  # forgotten: computed again
+    assert len(computed) == 4

@@ -51,6 +51,7 @@ def test_the_planners_roots_are_scipys(monkeypatch):
         return ours
 
     monkeypatch.setattr(_power, "brent_root", both)
+    monkeypatch.setattr(_power, "_DETECT_MEMO", type(_power._DETECT_MEMO)())  # every plan made here, not remembered
     for support in (2, 9, 59, 876):
         for n in (500, 20_000, 3_000_000):
             for alpha in (1e-3, 2.5e-7):

@@ -81,3 +81,4 @@ def test_a_prepared_generator_is_handed_out_once():
     backend.discard_generators(seeds)
     assert backend._prepared == {}
     assert pickle.loads(pickle.dumps(backend))._prepared == {}
+

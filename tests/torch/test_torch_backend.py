@@ -185,3 +185,15 @@ def test_a_cpu_run_uses_one_thread_and_restores_the_callers_setting(monkeypatch)
 def test_the_cpu_counts_on_the_host_unless_asked():
     assert not TorchBackend("cpu").counts_on_device
     assert TorchBackend("cpu", counts_on_device=True).counts_on_device
+
+
+def test_the_torch_backend_casts_rows_to_float32_as_torch_does():
+    # issue 31: the float32 rows are cast by numpy (half the time); the sampler must get torch's numbers
+    rng = np.random.default_rng(2)
+    rows = rng.standard_normal((50, 3, 400)) * 10.0 ** rng.integers(-60, 45, (50, 3, 400))
+    rows[0, 0, :6] = [np.nan, np.inf, -np.inf, -0.0, 1e-46, 3.4028235e38 * 1.0000001]
+    ours = TorchBackend("cpu", "float32")._probs(rows)
+    theirs = torch.from_numpy(rows).to(torch.float32)
+    assert ours.dtype == torch.float32 and ours.is_contiguous()
+    assert ours.numpy().tobytes() == theirs.numpy().tobytes()
+    assert not np.shares_memory(ours.numpy(), rows)

@@ -107,7 +107,14 @@ class TorchBackend(Backend):
 
     # ----------------------------------------------------------------------------- inputs
     def _probs(self, x) -> torch.Tensor:
-        t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)).to(self.torch_dtype)  # cast on host: less to move
+        """A draw's float64 rows as the sampler's tensor: cast on the host (less to move), then moved."""
+        if self.torch_dtype == torch.float32:
+            # numpy's cast rounds to nearest as torch's does (the same values, infinities past the float32 range
+            # included) in half the time: 4 ms against 8.5 ms for a call of 64 rows at V = 32,000 (issue 31).
+            # A copy always: the sampler's tensor never shares the checker's rows.
+            with np.errstate(over="ignore"):
+                return torch.from_numpy(np.array(x, dtype=np.float32, order="C", copy=True)).to(self.torch_device)
+        t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)).to(self.torch_dtype)
         return t.to(self.torch_device)
 
     def verifier_inputs(self, draft_token_ids, draft_probs, target_probs) -> dict:

@@ -30,6 +30,7 @@ The planner models the test as it is run (statistics.md sections 1.2, 5, 8):
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -166,7 +167,8 @@ class Detectability:
 
 #: :func:`_detect`'s answers, the most recently asked last. A run asks the same question again and again (the
 #: default verifier battery: 127 tests, 40 distinct questions, since the tallies of one scenario share their bins,
-#: sample size and alpha share), and an answer (a frozen Detectability) depends on nothing else.
+#: sample size and alpha share), and an answer (a frozen Detectability) depends on nothing else (given this module's
+#: constants: a test that changes COND_WORK, CHERNOFF_WORK or SAFETY clears it).
 _DETECT_MEMO: "OrderedDict[tuple, Detectability]" = OrderedDict()
 _DETECT_MEMO_SIZE = 512
 _DETECT_LOCK = threading.Lock()
@@ -174,7 +176,9 @@ _DETECT_LOCK = threading.Lock()
 
 def _detect(pl, n, alpha, power, sampling, conditional):
     """:func:`_detect_uncached`, remembered per (pooled bins, hidden mass, n, alpha, power, sampling, conditional)."""
-    key = (pl.bin_probs.tobytes(), float(pl.hidden_mass), int(n), float(alpha), float(power), sampling, conditional)
+    probs = pl.bin_probs
+    key = (hashlib.blake2b(probs.tobytes(), digest_size=16).digest(), probs.size, float(pl.hidden_mass), int(n),
+           float(alpha), float(power), sampling, conditional)  # a digest: pooled laws can have 10^5 bins
     with _DETECT_LOCK:
         hit = _DETECT_MEMO.get(key)
         if hit is not None:

@@ -93,7 +93,7 @@ def test_the_screen_lets_through_every_row_with_an_impossible_event(gamma, toler
     rng = np.random.default_rng(10 * gamma + int(tolerance * 1e6))
     vocab, batch = 5, 400
     draw = _rows(rng, batch, gamma, vocab)
-    screen = _RowScreen(draw, batch, tolerance)
+    screen = _RowScreen(draw, tolerance)
     flagged = events = 0
     for b in range(batch):
         # every output shape: k accepted drafts, then a final token or none
@@ -121,7 +121,7 @@ def test_the_screen_lets_nan_through():
     rng = np.random.default_rng(0)
     draw = _rows(rng, 2, 2, 4)
     draw.target_probs[1, 0, :] = np.nan
-    screen = _RowScreen(draw, 2, 0.0)
+    screen = _RowScreen(draw, 0.0)
     assert screen.maybe_impossible(1, 0, 2)
 
 

@@ -89,8 +89,14 @@ def test_a_detectability_question_asked_again_gets_the_remembered_answer(monkeyp
     again = _power.detectability(20_000, support_size=40, alpha=1e-6)
     other = _power.detectability(20_000, support_size=40, alpha=1e-7)
     assert again == first and len(computed) == 2 and other.min_detectable_tv > first.min_detectable_tv
+    for question in ({"n": 30_000}, {"support_size": 41}, {"power": 0.9}, {"sampling": "poisson"},
+                     {"conditional": False}):  # any other part of the question is another question
+        asked = {"n": 20_000, "support_size": 40, "alpha": 1e-6, **question}
+        _power.detectability(asked.pop("n"), **asked)
+    assert len(computed) == 7
     monkeypatch.setattr(_power, "_DETECT_MEMO_SIZE", 1)
-    _power.detectability(20_000, support_size=40, alpha=1e-8)  # a new question: the memo keeps it alone
-    assert len(computed) == 3 and len(_power._DETECT_MEMO) == 1
-    _power.detectability(20_000, support_size=40, alpha=1e-6)  # forgotten: computed again
-    assert len(computed) == 4
+    _power.detectability(20_000, support_size=40, alpha=1e-8)  # the memo keeps this one alone
+    assert len(computed) == 8 and len(_power._DETECT_MEMO) == 1
+    _power.detectability(20_000, support_size=40, alpha=1e-8)
+    _power.detectability(20_000, support_size=40, alpha=1e-6)  # evicted: computed again
+    assert len(computed) == 9

@@ -106,6 +106,11 @@ class Backend:
         """The float64 law of ``rows`` as the sampler will see them (after any cast)."""
         raise NotImplementedError
 
+    def prepares_generators(self, count: int) -> bool:
+        """Whether the generators of ``count`` calls are made together (:meth:`prepare_generators`); when not, their
+        seeds are drawn one at a time, as the calls come."""
+        return False
+
     def prepare_generators(self, seeds: list) -> None:
         """The generators of the next calls' ``seeds`` may be made together here; :meth:`generator` then hands each
         out once (a backend that makes them one at a time does nothing)."""
@@ -204,21 +209,27 @@ class NumpyBackend(Backend):
         self._prepared = {}  # seed -> its generator, made by prepare_generators, handed out once
 
     def generator(self, seed: int):
-        if self._prepared:
-            prepared = self._prepared.pop(seed, None)
-            if prepared is not None:
-                return prepared
+        prepared = self.__dict__.get("_prepared")  # (a subclass's __init__ may not have called this one's)
+        if prepared:
+            made = prepared.pop(seed, None)
+            if made is not None:
+                return made
         return np.random.Generator(np.random.PCG64(seed))
 
+    def prepares_generators(self, count: int) -> bool:
+        return count >= self.PREPARE_MIN_SEEDS
+
     def prepare_generators(self, seeds) -> None:
-        """``PCG64`` generators of many seeds made together (:mod:`.seeding`: the same generators)."""
-        if len(seeds) >= self.PREPARE_MIN_SEEDS:
-            self._prepared.update(zip(seeds, generators(seeds)))
+        """``PCG64`` generators of many seeds made together (:mod:`.seeding`: the same generators, draw for draw;
+        their ``bit_generator.seed_seq`` is a :class:`~.seeding.SeedWords` standing for ``SeedSequence(seed)``)."""
+        if self.prepares_generators(len(seeds)):
+            self.__dict__.setdefault("_prepared", {}).update(zip(seeds, generators(seeds)))
 
     def discard_generators(self, seeds) -> None:
-        if self._prepared:
+        prepared = self.__dict__.get("_prepared")
+        if prepared:
             for seed in seeds:
-                self._prepared.pop(seed, None)
+                prepared.pop(seed, None)
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "_prepared"}

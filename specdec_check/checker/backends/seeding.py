@@ -7,7 +7,9 @@ verifier itself (issue 31). :func:`seed_words` computes the words of many seeds 
 few vectorised passes, and :func:`generators` hands each to ``PCG64`` through :class:`SeedWords`, a seed sequence
 that returns them (2 us a generator). The generators are those of ``PCG64(seed)``, draw for draw; their
 ``bit_generator.seed_seq`` is a :class:`SeedWords` that answers like ``SeedSequence(seed)`` (its entropy, its
-other states, its spawned children, pickled as one).
+other states, its spawned children, pickled as one) but is not an instance of that class: a sampler that checks
+``isinstance(..., numpy.random.SeedSequence)`` (none of the peers' samplers looks at it) sees the difference, on the
+calls whose generators were made together (blocks of 16 calls or more; the others get ``PCG64(seed)`` itself).
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ class SeedWords:
         return self._sequence
 
     def generate_state(self, n_words, dtype=np.uint32):
-        if self._words is not None and n_words == PCG64_WORDS and np.dtype(dtype) == np.uint64:
+        if (type(n_words) is int and n_words == PCG64_WORDS and dtype in (np.uint64, np.dtype(np.uint64))
+                and self._words is not None):
             return self._words.copy()
         return self.sequence.generate_state(n_words, dtype)
 

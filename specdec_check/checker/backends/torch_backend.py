@@ -111,7 +111,10 @@ class TorchBackend(Backend):
         if self.torch_dtype == torch.float32:
             # numpy's cast rounds to nearest as torch's does (the same values, infinities past the float32 range
             # included) in half the time: 4 ms against 8.5 ms for a call of 64 rows at V = 32,000 (issue 31).
-            # A copy always: the sampler's tensor never shares the checker's rows.
+            # Always a copy (the sampler's tensor never shares the checker's rows), in numpy's memory (cast into a
+            # tensor of torch's own instead, the first touch of its fresh pages made it 10 ms a call). The one
+            # difference a sampler could see on the CPU: the storage cannot be resized (resize_ raises), nothing a
+            # verifier does to its inputs.
             with np.errstate(over="ignore"):
                 return torch.from_numpy(np.array(x, dtype=np.float32, order="C", copy=True)).to(self.torch_device)
         t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)).to(self.torch_dtype)

@@ -117,16 +117,12 @@ class Independence(Check):
 class _RowScreen:
     """Whether a single-row call of a draw may hold an event of probability zero: True for every row
     :func:`~specdec_check.checker.chain.contract.impossible_events` reports (the same comparisons, on the row's
-    numbers as Python floats), so only those rows pay for it (0.12 ms a row; issue 31). NaN anywhere answers True."""
+    numbers as Python floats, read after the call as that function reads them), so only those rows pay for it
+    (0.12 ms a row; issue 31). NaN anywhere answers True."""
 
-    def __init__(self, draw, used, tolerance):
-        ids = draw.draft_token_ids[:used]
-        self.gamma = ids.shape[1]
+    def __init__(self, draw, tolerance):
+        self.ids, self.gamma = draw.draft_token_ids, draw.draft_token_ids.shape[1]
         self.draft_probs, self.target_probs, self.tolerance = draw.draft_probs, draw.target_probs, float(tolerance)
-        if self.gamma:
-            target = draw.target_probs[:used, :self.gamma]
-            self.target_at = np.take_along_axis(target, ids[..., None], axis=2)[..., 0].tolist()  # p_i(x_i)
-            self.draft_at = np.take_along_axis(draw.draft_probs[:used], ids[..., None], axis=2)[..., 0].tolist()
 
     def _at_least(self, a, b):
         tol = self.tolerance
@@ -140,13 +136,15 @@ class _RowScreen:
         if final_target != final_target:
             return True
         if gamma:
+            ids, target = self.ids[b].tolist(), self.target_probs[b]
+            target_at = [float(target[j, ids[j]]) for j in range(min(accepted + 1, gamma))]  # p_j(x_j), j <= k
             k = min(accepted, gamma - 1)
             if accepted < gamma and final >= 0:
-                p_x, q_x = self.target_at[b][k], self.draft_at[b][k]
+                p_x, q_x = target_at[k], float(self.draft_probs[b, k, ids[k]])
                 if (self._at_least(p_x, q_x) and not p_x <= 0) or self._at_least(
                         float(self.draft_probs[b, k, y]), final_target):
                     return True
-            if any(not p > 0 for p in self.target_at[b][:accepted]):
+            if any(not p > 0 for p in target_at[:accepted]):
                 return True
         return accepted == gamma and final >= 0 and not final_target > 0
 
@@ -230,7 +228,7 @@ class BatchInvariance(Check):
                                              draw.draft_probs[:used], draw.target_probs[:used]).reshape(used, -1)
             # Each row is judged before the next call (a row with an impossible event ends the check there, as
             # it always did); its PIT waits in ``pending`` for one pass per draw (the same numbers, issue 31).
-            screen = _RowScreen(draw, used, ctx.backend.tolerance)
+            screen = _RowScreen(draw, ctx.backend.tolerance)
             # rows the PIT's validation cannot refuse (finite, non-negative, summing to 1 well within its 1e-9): a
             # row it might refuse is added alone, so its error comes where single adds raised it
             sound = np.isfinite(laws).all(axis=1) & (laws >= 0).all(axis=1) & (np.abs(laws.sum(axis=1) - 1.0) <= 1e-10)

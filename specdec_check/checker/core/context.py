@@ -120,28 +120,35 @@ class ScenarioContext:
 
 
 class SeedBatch:
-    """The seeds of the next ``count`` sampler calls, drawn from the stream in one draw: ``next()`` hands them
-    out in order, each the very seed :meth:`ScenarioContext.next_seed` would have given at that call (a draw of
-    ``count`` 64-bit integers below 2**63 takes the stream's words one by one, as ``count`` draws do). The
-    backend makes their generators together (:meth:`~specdec_check.checker.backends.base.Backend.prepare_generators`:
-    a sixth of the cost of one at a time for numpy; issue 31).
+    """The seeds of the next ``count`` sampler calls: ``next()`` hands them out in order, each the very seed
+    :meth:`ScenarioContext.next_seed` would have given at that call.
 
-    Used as a context manager around the calls, and nothing else that draws from the stream: on leaving, the
-    seeds not handed out go back to the stream (it is left where ``next_seed`` per call would have left it, so a
-    block cut short by a finding ends in the same state) and unused generators are dropped.
+    Where the backend makes the generators of ``count`` calls together
+    (:meth:`~specdec_check.checker.backends.base.Backend.prepares_generators`: numpy, from 16 calls; a sixth of the
+    cost of one at a time, issue 31) the seeds are drawn in one draw (a draw of ``count`` 64-bit integers below
+    2**63 takes the stream's words one by one, as ``count`` draws do) and handed to it; otherwise each is drawn
+    when it is asked for. Used as a context manager around the calls, and nothing else that draws from the
+    stream: on leaving, seeds drawn but not handed out go back to the stream (it is left where ``next_seed`` per
+    call would have left it, so a block cut short by a finding ends in the same state) and unused generators are
+    dropped.
     """
 
     __slots__ = ("_ctx", "_state", "_seeds", "taken")
 
     def __init__(self, ctx: ScenarioContext, count: int):
-        self._ctx = ctx
-        self._state = ctx.rng.bit_generator.state if count else None
-        self._seeds = [int(s) for s in ctx.rng.integers(0, 2**63 - 1, size=count)]
-        self.taken = 0
-        ctx.backend.prepare_generators(self._seeds)
+        self._ctx, self.taken = ctx, 0
+        if ctx.backend.prepares_generators(count):
+            self._state = ctx.rng.bit_generator.state
+            self._seeds = [int(s) for s in ctx.rng.integers(0, 2**63 - 1, size=count)]
+            ctx.backend.prepare_generators(self._seeds)
+        else:
+            self._state = self._seeds = None
 
     def next(self) -> int:
         """The next call's seed."""
+        if self._seeds is None:
+            self.taken += 1
+            return self._ctx.next_seed()
         seed = self._seeds[self.taken]
         self.taken += 1
         return seed
@@ -150,6 +157,8 @@ class SeedBatch:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._seeds is None:
+            return
         ctx = self._ctx
         ctx.backend.discard_generators(self._seeds)
         if self.taken < len(self._seeds):  # calls never made: their seeds are the stream's next ones again

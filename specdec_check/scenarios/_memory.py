@@ -98,10 +98,35 @@ def _reused(size: int):
 
 
 def release_mappings() -> None:
-    """Unmap every kept mapping (the arrays that used them are gone)."""
+    """Unmap every kept mapping (the arrays that used them are gone), and give the C heap's free pages back
+    (:func:`return_free_memory`)."""
     with _lock:
         while _kept:
             _close(_kept.pop())
+    return_free_memory()
+
+
+_trim = []  # [glibc's malloc_trim] once looked up ([None] where there is none)
+
+
+def return_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc ``malloc_trim(0)``; nothing elsewhere). Arrays under
+    glibc's mmap threshold (which rises to the size of the largest mapped block freed, 32 MB at most) come from the
+    heap, and their freed pages stay resident while anything above them lives: the zero-coin probe's call at
+    V = 32,000 left 12 MB of them or not depending on the order of earlier frees, and with them beside the law loop's
+    draws the default battery's peak was 289 or 301 MB from one run to the next (issue 31). Called between the phases
+    of a scenario: 264 calls, 27 ms in all, in a default verifier run."""
+    if not _trim:
+        try:
+            import ctypes
+
+            trim = ctypes.CDLL("libc.so.6").malloc_trim
+            trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+        except (OSError, AttributeError):
+            trim = None
+        _trim.append(trim)
+    if _trim[0] is not None:
+        _trim[0](0)
 
 
 @contextlib.contextmanager

@@ -86,6 +86,7 @@ def _run_scenario(kind, ctx, sampler) -> None:
     for check in checks:
         if not ctx.stopped:
             check.start()
+            release_mappings()  # a probe's mappings do not stay beside the next probe's arrays (see below)
     calls, reuse = kind.law_budget(ctx, checks)
     law_loop(kind, ctx, caller, counts, checks, _split(ctx, kind, calls, reuse), reuse)
     # Kept mappings serve the next draws of one phase (the law loop, a check's calls): between phases they are

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import time
@@ -68,7 +69,6 @@ def _scenario_call_cpu(scenario, calls_wanted: int) -> tuple:
 
 
 def section_tv(calls_wanted: int) -> list:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from scaleout import law_plans
 
     mode = mode_for_tv(CERT_TV, "thorough")
@@ -100,33 +100,20 @@ def section_tv(calls_wanted: int) -> list:
     return lines
 
 
-_RUN = """
-import resource, sys, time
-started = time.process_time()
-import specdec_check
-from specdec_check import samplers
-reference = getattr(samplers, sys.argv[1])
-check = specdec_check.check_verifier
-imported = time.process_time() - started
-spent = [0.0]
-def timed(**kwargs):
-    begun = time.process_time()
-    try:
-        return reference(**kwargs)
-    finally:
-        spent[0] += time.process_time() - begun
-begun = time.process_time()
-report = check(timed, mode="default", seed=0, backend=sys.argv[2])
-run = time.process_time() - begun
-print(imported, run, spent[0], report.verdict)
-"""
+#: One default-mode run of a reference, CPU seconds, in a process of its own: profile_default.py's second line.
+PROFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profile_default.py")
+_NUMBERS = re.compile(r"import ([0-9.]+) s CPU; run ([0-9.]+) s CPU; sampler ([0-9.]+) s")
 
 
-def _default_run(name: str, backend: str, cache: str) -> tuple:
+def _default_run(backend: str, cache: str) -> tuple:
+    """``(import, run, inside the sampler, verdict)`` of ``profile_default.py --backend backend`` (a fresh process,
+    the plan cache in ``cache``)."""
     env = dict(os.environ, SPECDEC_CHECK_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, "-c", _RUN, name, backend], capture_output=True, text=True, env=env,
-                         check=True).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), out[3]
+    out = subprocess.run([sys.executable, PROFILE, "--backend", backend], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    imported, run, sampler = (float(x) for x in _NUMBERS.search(out).groups())
+    verdict = out.split(":", 2)[1].split(",")[0].strip()  # "verifier numpy default: passed, ..."
+    return imported, run, sampler, verdict
 
 
 def section_torch(repeats: int = 2) -> list:
@@ -136,11 +123,13 @@ def section_torch(repeats: int = 2) -> list:
     for r in range(repeats):  # alternated, each with a fresh plan cache
         for name, backend in (("numpy_verify", "numpy"), ("torch_verify", "torch")):
             with tempfile.TemporaryDirectory() as cache:
-                imported, run, sampler, verdict = _default_run(name, backend, cache)
+                imported, run, sampler, verdict = _default_run(backend, cache)
             rows.append([f"{name} ({backend}), run {r + 1}", f"{imported:.2f} s", f"{run:.2f} s", f"{sampler:.2f} s",
                          f"{run - sampler:.2f} s", verdict])
-            (numpy_all if backend == "numpy" else torch_sampler).append(imported + run if backend == "numpy"
-                                                                        else sampler)
+            if backend == "numpy":
+                numpy_all.append(imported + run)
+            else:
+                torch_sampler.append(sampler)
             print(f"  {rows[-1]}", file=sys.stderr, flush=True)
     lines = ["### torch on the CPU against numpy, default mode (CPU seconds, a fresh process and plan cache each)", ""]
     lines += table(["run", "import", "run", "inside the sampler", "checker", "verdict"], rows)

@@ -101,6 +101,11 @@ class LawTables:
         self.draft_search = search_table_of(draft)
         #: ``sum_y law(y)^2`` of each (unnormalised) row of ``final_below``: collision probabilities.
         self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])
+        #: ``sum_y max(p(y) - q(y), 0)`` of each row in float64: block verification's residual mass at weight 1
+        #: (:func:`specdec_check.exact.kernels.block_weights`' ``unit_residual_mass``, computed as it computes it).
+        wide = residual if residual.dtype == np.float64 else np.maximum(
+            np.asarray(target, dtype=np.float64) - np.asarray(draft, dtype=np.float64), 0.0)
+        self.residual_mass = wide.sum(axis=1)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,97 @@
+"""Block verification's weights with the residual masses at weight 1 read from the law tables (issue 31) are the
+weights computed from the rows, to the bit: every field of :class:`~specdec_check.exact.kernels.BlockWeights`, on
+the default battery's keyed scenarios (V = 7 to 32,000, gamma 1 to 7), on float32 tables, and on rows whose weights
+are NaN or below 1 at every position."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specdec_check.checker.chain.block import UNIT_RESIDUAL_MIN_VOCAB, VerifierBlock
+from specdec_check.exact.kernels import block_weights
+from specdec_check.scenarios import LawTables, VerifierDraw, default_verifier_battery
+
+FIELDS = ("weights", "residual_mass", "stop_probs", "accepted_count_law")
+KEYED = [s for s in default_verifier_battery() if getattr(s, "table_rows", None) is not None]
+
+
+def _same(full, unit) -> None:
+    for field in FIELDS:
+        a, b = getattr(full, field), getattr(unit, field)
+        assert a.dtype == b.dtype and a.shape == b.shape, field
+        assert np.array_equal(a.view(np.uint64), b.view(np.uint64)), f"{field} differs in its bits"
+
+
+@pytest.mark.parametrize("scenario", KEYED, ids=[s.name for s in KEYED])
+def test_table_masses_give_the_same_weights_bit_for_bit(scenario):
+    rng = np.random.default_rng(11)
+    tables = scenario.law_tables()
+    calls = 1 if scenario.vocab_size > 2000 else max(1, 2048 // scenario.rows_per_call)
+    draw = scenario.draw(rng, pool=scenario.prompts(), tables=tables, calls=calls)
+    gamma, keys = scenario.gamma, draw.context_keys
+    full = block_weights(draw.draft_token_ids, draw.draft_probs, draw.target_probs)
+    unit = block_weights(draw.draft_token_ids, draw.draft_probs, draw.target_probs,
+                         tables.residual_mass[keys[:, :gamma]])
+    _same(full, unit)
+    assert (full.weights[:, 0] == 1.0).all()  # position 0: always read from the table
+
+
+def test_both_paths_are_taken_and_a_wrong_table_is_seen():
+    """The test above can fail: the masses read where the weight is 1 are the table's (a table off by one ulp
+    changes exactly those), and the others are summed from the rows (a table of NaN changes none of them)."""
+    scenario = next(s for s in KEYED if s.name == "peaked-vs-tail-heavy")
+    tables = scenario.law_tables()
+    draw = scenario.draw(np.random.default_rng(5), pool=scenario.prompts(), tables=tables, calls=4)
+    ids, gamma, keys = draw.draft_token_ids, scenario.gamma, draw.context_keys
+    full = block_weights(ids, draw.draft_probs, draw.target_probs)
+    ones = full.weights[:, :gamma] == 1.0
+    assert ones.any() and (~ones).any()
+    nudged = np.nextafter(tables.residual_mass, np.inf)[keys[:, :gamma]]
+    changed = block_weights(ids, draw.draft_probs, draw.target_probs, nudged).residual_mass != full.residual_mass
+    assert np.array_equal(changed, ones)
+    nan = np.full((ids.shape[0], gamma), np.nan)
+    summed = block_weights(ids, draw.draft_probs, draw.target_probs, nan).residual_mass
+    assert np.array_equal(np.isnan(summed), ones)
+    assert np.array_equal(summed[~ones], full.residual_mass[~ones])
+
+
+def test_float32_tables_are_summed_as_the_kernel_sums_them():
+    """Rows in float32: the kernel's weights are float64, so ``1 * p - q`` is formed in float64; the tables' masses
+    are too (a float32 difference would round differently)."""
+    rng = np.random.default_rng(3)
+    vocab, rows, gamma = 4096, 24, 3
+    target = rng.dirichlet(np.full(vocab, 0.05), size=rows).astype(np.float32)
+    draft = rng.dirichlet(np.full(vocab, 0.05), size=rows).astype(np.float32)
+    tables = LawTables(target, draft)
+    keys = rng.integers(0, rows, size=(512, gamma + 1))
+    ids = rng.integers(0, vocab, size=(512, gamma))
+    ids[::3] = np.argmax(target[keys[::3, :gamma]], axis=2)  # the target's mode at each position: weights of 1
+    d, t = np.take(draft, keys[:, :gamma], axis=0), np.take(target, keys, axis=0)
+    full = block_weights(ids, d, t)
+    assert (full.weights[:, 1:gamma] == 1.0).any()
+    _same(full, block_weights(ids, d, t, tables.residual_mass[keys[:, :gamma]]))
+
+
+def test_nan_and_small_weights_are_summed_from_the_rows():
+    rng = np.random.default_rng(8)
+    vocab, batch, gamma = 300, 40, 4
+    target = rng.dirichlet(np.ones(vocab), size=(batch, gamma + 1))
+    draft = rng.dirichlet(np.ones(vocab), size=(batch, gamma))
+    ids = np.argmin(target[:, :gamma] / draft, axis=2)  # the least likely draft under p: weights below 1
+    target[0, 1] = np.nan
+    draft[1, 0, ids[1, 0]] = 0.0
+    unit = np.maximum(target[:, :gamma] - draft, 0.0).sum(axis=2)
+    _same(block_weights(ids, draft, target), block_weights(ids, draft, target, unit))
+
+
+def test_blocks_read_the_tables_from_the_vocabulary_where_it_pays():
+    for scenario in KEYED:
+        tables = scenario.law_tables()
+        draw = scenario.draw(np.random.default_rng(1), pool=scenario.prompts(), tables=tables)
+        block = VerifierBlock(draw, conditional=False, tables=tables)
+        assert (block.unit_residual_mass is not None) == (scenario.vocab_size >= UNIT_RESIDUAL_MIN_VOCAB)
+        unkeyed = VerifierBlock(VerifierDraw(draw.draft_token_ids, draw.draft_probs, draw.target_probs,
+                                             draw.pool_index), conditional=False, tables=tables)
+        assert unkeyed.unit_residual_mass is None
+        assert np.array_equal(block.optimal_accepted_rows, unkeyed.optimal_accepted_rows)

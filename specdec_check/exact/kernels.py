@@ -90,9 +90,9 @@ def block_weights(ids, draft_probs, target_probs, unit_residual_mass=None) -> Bl
     over a row of the same values is the same float (the same pairwise summation along a contiguous row), so the
     result is the same to the bit. Weight 1 is the rule at position 0 and wherever ``p_i(x_i) >= q_i(x_i)`` held
     along the path (80% of the positions at V = 32,000 in the default battery: issue 31); the masses are used when
-    at least :data:`UNIT_MASS_MIN_SHARE` of the weights are 1. Rows that are not
-    C-contiguous (a custom scenario's Fortran-ordered draw) are summed along their own memory order by the pass
-    over the vocabulary, which the tables' contiguous sums would not reproduce: the masses are not used there."""
+    at least :data:`UNIT_MASS_MIN_SHARE` of the weights are 1. Rows that are not C-contiguous (a custom scenario's
+    Fortran-ordered draw) are summed along their own memory order by the pass over the vocabulary, which the
+    tables' contiguous sums would not reproduce: the masses are not used there."""
     batch, gamma = ids.shape
     p_at = np.take_along_axis(target_probs[:, :gamma], ids[..., None], axis=2)[..., 0]
     q_at = np.take_along_axis(draft_probs, ids[..., None], axis=2)[..., 0]

@@ -103,9 +103,10 @@ class LawTables:
         self.final_square = np.concatenate([(residual**2).sum(axis=1), (target**2).sum(axis=1)])
         #: ``sum_y max(p(y) - q(y), 0)`` of each row in float64: block verification's residual mass at weight 1
         #: (:func:`specdec_check.exact.kernels.block_weights`' ``unit_residual_mass``, computed as it computes it).
+        # (C order: a row summed along contiguous memory, as the kernel sums the rows of the draws gathered from here)
         wide = residual if residual.dtype == np.float64 else np.maximum(
             np.asarray(target, dtype=np.float64) - np.asarray(draft, dtype=np.float64), 0.0)
-        self.residual_mass = wide.sum(axis=1)
+        self.residual_mass = np.ascontiguousarray(wide).sum(axis=1)
 
 
 @dataclass(frozen=True, eq=False)

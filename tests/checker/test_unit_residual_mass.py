@@ -126,3 +126,14 @@ def test_blocks_read_the_tables_from_the_vocabulary_where_it_pays():
                                              draw.pool_index), conditional=False, tables=tables)
         assert unkeyed.unit_residual_mass is None
         assert np.array_equal(block.optimal_accepted_rows, unkeyed.optimal_accepted_rows)
+
+
+def test_tables_of_rows_in_any_memory_order_hold_the_masses_of_contiguous_rows():
+    """A model whose laws come back Fortran-ordered: the table's masses are still each row's contiguous sum, the one
+    the kernel forms on the C-ordered draws gathered from the table."""
+    rng = np.random.default_rng(4)
+    target, draft = rng.dirichlet(np.ones(9000), size=24), rng.dirichlet(np.ones(9000), size=24)
+    contiguous = LawTables(target, draft).residual_mass
+    fortran = LawTables(np.asfortranarray(target), np.asfortranarray(draft)).residual_mass
+    assert contiguous.tobytes() == fortran.tobytes()
+    assert contiguous.tobytes() == np.maximum(target - draft, 0.0).sum(axis=1).tobytes()

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import TimedScenario, fmt_int, machine_lines, table, timed_verifier  # noqa: E402
 
 from specdec_check import check_verifier, mode_for_tv  # noqa: E402
+from specdec_check.checker.chain.caller import POOL_CALLS, POOL_CELLS  # noqa: E402
 from specdec_check.samplers import numpy_verify  # noqa: E402
 from specdec_check.scenarios import VerifierScreen, default_verifier_battery, markov_pair  # noqa: E402
 
@@ -54,7 +55,7 @@ def _scenario_call_cpu(scenario, calls_wanted: int) -> tuple:
     rng = np.random.default_rng(0)
     pool, tables = scenario.prompts(), scenario.law_tables()
     cells = scenario.rows_per_call * (2 * scenario.gamma + 1) * scenario.vocab_size
-    per_draw = int(max(1, min(64, (1 << 18) // cells)))  # the checker's pooling (caller.POOL_CELLS, POOL_CALLS)
+    per_draw = int(max(1, min(POOL_CALLS, POOL_CELLS // cells)))  # the checker's own pooling of small calls
     spent, timed, seed = 0.0, 0, 0
     while timed < calls_wanted or spent < MIN_TIMED_S:
         draw = scenario.draw(rng, pool=pool, tables=tables, calls=per_draw)
